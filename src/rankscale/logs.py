@@ -1,0 +1,19 @@
+"""Logging for rule scripts: to the rule's log file under logs/ and to stderr."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from types import TracebackType
+
+
+def setup_logging(log_file: str | None = None, level: int = logging.INFO) -> logging.Logger:
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file:
+        Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(log_file, mode="w"))
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=handlers, force=True
+    )
+    return logging.getLogger("rankscale")

@@ -1,0 +1,114 @@
+"""Load causal LMs and tokenizers by hub id + revision or local path, the same code for both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rankscale.atomic import sha256_dir
+
+DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class ModelLoadError(RuntimeError):
+    """A model or tokenizer could not be loaded; the message says what to try."""
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a model's weights (and tokenizer) come from."""
+
+    name: str
+    location: str  # hub id or local directory
+    revision: str | None = None
+    local: bool = False
+    tokenizer: str | None = None  # defaults to `location`
+    trust_remote_code: bool = False
+    allow_pickle: bool = False
+
+    @property
+    def tokenizer_location(self) -> str:
+        return self.tokenizer or self.location
+
+
+def resolve_device(name: str) -> torch.device:
+    """'auto' picks CUDA, then MPS, then CPU; anything else is passed to torch."""
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    return torch.device(name)
+
+
+def resolve_dtype(name: str) -> torch.dtype:
+    if name not in DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {name!r}")
+    return DTYPES[name]
+
+
+def _hint(source: ModelSource) -> str:
+    if source.local:
+        return f"check that {source.location!r} is a directory written by save_pretrained"
+    return (
+        f"check the hub id {source.location!r} and revision {source.revision!r}; without network, "
+        "download it elsewhere and point the model's `path:` at the local copy, or set HF_HUB_OFFLINE=1 "
+        "with a warm cache"
+    )
+
+
+def load_tokenizer(source: ModelSource) -> Any:
+    from transformers import AutoTokenizer
+
+    if source.local and not Path(source.tokenizer_location).exists():
+        raise ModelLoadError(f"model {source.name!r}: tokenizer path {source.tokenizer_location!r} does not exist")
+    try:
+        return AutoTokenizer.from_pretrained(
+            source.tokenizer_location,
+            revision=None if source.local else source.revision,
+            trust_remote_code=source.trust_remote_code,
+        )
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"model {source.name!r}: could not load tokenizer: {exc}; {_hint(source)}") from exc
+
+
+def load_model(source: ModelSource, dtype: str = "float32", device: str = "cpu", device_map: str | None = None) -> Any:
+    """The model in eval mode on `device` (or spread by `device_map`), weights in `dtype`."""
+    from transformers import AutoModelForCausalLM
+
+    if source.local and not Path(source.location).exists():
+        raise ModelLoadError(f"model {source.name!r}: path {source.location!r} does not exist")
+    kwargs: dict[str, Any] = {
+        "dtype": resolve_dtype(dtype),
+        "trust_remote_code": source.trust_remote_code,
+        "use_safetensors": None if source.allow_pickle else True,
+    }
+    if not source.local and source.revision:
+        kwargs["revision"] = source.revision
+    if device_map:
+        kwargs["device_map"] = device_map
+    try:
+        model = AutoModelForCausalLM.from_pretrained(source.location, **kwargs)
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"model {source.name!r}: could not load weights: {exc}; {_hint(source)}") from exc
+    if not device_map:
+        model.to(resolve_device(device))
+    model.eval()
+    return model
+
+
+def resolved_revision(source: ModelSource, model: Any) -> str:
+    """The exact weights: the hub commit, or a content hash for a local directory."""
+    if source.local:
+        return "sha256:" + sha256_dir(source.location)
+    commit = getattr(model.config, "_commit_hash", None)
+    return str(commit or source.revision or "unknown")
+
+
+def output_columns(model: Any) -> int:
+    head = model.get_output_embeddings()
+    return int(head.weight.shape[0])

@@ -1,0 +1,67 @@
+"""Configuration checks: schema and plan errors name the key and value before any job runs."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from rankscale.plan import ConfigError, build_plan, slug
+from tests.conftest import REPO, copy_workflow, snakemake
+
+
+@pytest.fixture
+def smoke_config() -> dict:
+    return yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+
+
+def test_ladder_and_external_models_resolve(smoke_config, tmp_path):
+    config = copy.deepcopy(smoke_config)
+    (tmp_path / "ckpt").mkdir()
+    config["models"] = [
+        {"name": "local-one", "family": "mine", "path": str(tmp_path / "ckpt"), "dtype": "bfloat16", "batch_size": 3},
+        {"name": "hub-one", "family": "mine", "hub_id": "EleutherAI/pythia-70m", "revision": "step1000"},
+    ]
+    plans = build_plan(config)
+    assert list(plans) == ["smoke-a", "smoke-b", "smoke-c", "local-one", "hub-one"]
+    assert plans["smoke-a"].tokenizer_key == "ladder" and plans["smoke-a"].source.local
+    assert plans["local-one"].identity["dtype"] == "bfloat16" and plans["local-one"].runtime["batch_size"] == 3
+    assert plans["hub-one"].identity["dtype"] == "float32"  # the global default
+    assert plans["hub-one"].tokenizer_key == slug("EleutherAI/pythia-70m@step1000") == "EleutherAI--pythia-70m@step1000"
+    # runtime settings are not part of what a rank array depends on
+    assert "batch_size" not in plans["local-one"].identity_params()
+
+
+@pytest.mark.parametrize(
+    ("models", "message"),
+    [
+        ([{"name": "smoke-a", "family": "x", "hub_id": "a/b"}], "duplicate model name 'smoke-a'"),
+        ([{"name": "m", "family": "x", "path": "/no/such/dir"}], "'/no/such/dir', which does not exist"),
+        ([{"name": "m", "family": "x"}], "needs `hub_id`"),
+        ([{"name": "m", "family": "", "hub_id": "a/b"}], "has no family"),
+    ],
+)
+def test_plan_errors_name_key_and_value(smoke_config, models, message):
+    config = copy.deepcopy(smoke_config)
+    config["models"] = models
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("`", "`")):
+        build_plan(config)
+
+
+def test_single_model_family_warns(smoke_config):
+    config = copy.deepcopy(smoke_config)
+    config["models"] = [{"name": "lonely", "family": "solo", "hub_id": "a/b"}]
+    with pytest.warns(UserWarning, match="family 'solo' has only"):
+        build_plan(config)
+
+
+def test_schema_rejects_unknown_key_before_any_job(tmp_path, smoke_config):
+    workdir = copy_workflow(tmp_path / "wf")
+    config = copy.deepcopy(smoke_config)
+    config["extraction"]["batchsize"] = 4
+    (workdir / "config/bad.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake(workdir, "-n", "--cores", "1", "--configfile", "config/bad.yaml")
+    assert result.returncode != 0
+    assert "batchsize" in result.stdout + result.stderr
+    assert not (workdir / "results").exists()

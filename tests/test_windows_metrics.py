@@ -1,0 +1,231 @@
+"""Window planning and the metrics computed from rank arrays, against brute force."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rankscale.metrics import (
+    cross_entropy,
+    empirical_runs,
+    k_grid,
+    rank_histogram,
+    rbp_from_histogram,
+    segment_starts,
+    windows_count,
+)
+from rankscale.windows import WindowSpec, plan_windows
+
+# --- windows -------------------------------------------------------------------------------
+
+SPECS = [
+    WindowSpec(max_length=2, stride=1),
+    WindowSpec(max_length=8, stride=1),
+    WindowSpec(max_length=8, stride=3),
+    WindowSpec(max_length=8, stride=7),
+    WindowSpec(max_length=16),  # default stride max_length // 2
+    WindowSpec(max_length=16, stride=5, max_windows_per_doc=3),
+    WindowSpec(max_length=33, stride=32),
+]
+
+
+def random_lengths(seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 120, size=60)
+    return np.concatenate([[0, 1, 2, 3], lengths, [7, 8, 9, 16, 17, 33, 34]])
+
+
+def scored_targets(windows, d: int) -> list[int]:
+    out: list[int] = []
+    for w in np.nonzero(windows.doc == d)[0]:
+        out.extend(range(int(windows.score_from[w]), int(windows.end[w])))
+    return out
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=repr)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_plan_windows_full_coverage(spec: WindowSpec, seed: int) -> None:
+    lengths = random_lengths(seed)
+    w = plan_windows(lengths, spec)
+    assert np.all(w.end - w.start <= spec.max_length)
+    assert np.all(w.start >= 0) and np.all(w.score_from >= w.start + 1) and np.all(w.end > w.score_from)
+    np.testing.assert_array_equal(w.n_scored, w.end - w.score_from)
+    assert np.all(np.diff(w.doc) >= 0)  # windows in document order
+    stride = spec.resolved_stride()
+    for d, n in enumerate(lengths.tolist()):
+        if n < 2:
+            assert not np.any(w.doc == d)
+            continue
+        assert np.all(w.end[w.doc == d] <= n)
+        targets = scored_targets(w, d)
+        if spec.max_windows_per_doc is None:
+            assert sorted(targets) == list(range(1, n)), "every target exactly once"
+        else:
+            assert len(targets) == len(set(targets))
+            assert targets == list(range(1, len(targets) + 1))
+            assert np.sum(w.doc == d) <= spec.max_windows_per_doc
+        # context: a later window starts max_length before its end (or at 0), so every
+        # target after the first window has at least max_length - stride tokens before it
+        sel = np.nonzero(w.doc == d)[0]
+        for i in sel[1:]:
+            assert w.start[i] == max(0, w.end[i] - spec.max_length)
+            assert w.score_from[i] - w.start[i] >= min(spec.max_length - stride, w.score_from[i])
+
+
+@pytest.mark.parametrize("max_length", [2, 5, 16, 512])
+def test_one_window_per_document_scores_first_targets(max_length: int) -> None:
+    lengths = random_lengths(3)
+    w = plan_windows(lengths, WindowSpec(max_length=max_length, max_windows_per_doc=1))
+    kept = [d for d, n in enumerate(lengths.tolist()) if n >= 2]
+    assert w.doc.tolist() == kept
+    for i, d in enumerate(kept):
+        n = int(lengths[d])
+        assert (w.start[i], w.score_from[i], w.end[i]) == (0, 1, min(n, max_length))
+        assert scored_targets(w, d) == list(range(1, min(n, max_length)))
+
+
+def test_plan_windows_empty_and_short() -> None:
+    w = plan_windows(np.array([0, 1, 1]), WindowSpec(max_length=4, stride=2))
+    assert len(w) == 0 and w.doc.shape == (0,)
+    w = plan_windows(np.array([], dtype=np.int64), WindowSpec(max_length=4, stride=2))
+    assert len(w) == 0
+
+
+def test_plan_windows_worked_example() -> None:
+    w = plan_windows(np.array([10]), WindowSpec(max_length=4, stride=2))
+    rows = list(zip(w.start.tolist(), w.end.tolist(), w.score_from.tolist(), strict=True))
+    assert rows == [(0, 4, 1), (2, 6, 4), (4, 8, 6), (6, 10, 8)]
+
+
+@pytest.mark.parametrize(
+    "spec", [WindowSpec(8, 0), WindowSpec(8, 8), WindowSpec(8, -1), WindowSpec(8, 9), WindowSpec(1, None)], ids=repr
+)
+def test_invalid_window_spec_raises(spec: WindowSpec) -> None:
+    with pytest.raises(ValueError):
+        plan_windows(np.array([20]), spec)
+
+
+# --- metrics -------------------------------------------------------------------------------
+
+
+def test_rbp_from_histogram_matches_direct_mean() -> None:
+    rng = np.random.default_rng(0)
+    vocab = 1000
+    rank = np.minimum(rng.geometric(0.01, size=20_000), vocab).astype(np.uint32)
+    hist = rank_histogram(rank, vocab)
+    assert hist.shape == (vocab + 1,) and hist[0] == 0 and hist.sum() == rank.size
+    ks = [1, 2, 3, 10, 50, 100, 999, 1000, 5000]
+    rbp = rbp_from_histogram(hist, ks)
+    for k in ks:
+        assert rbp[k] == pytest.approx(np.mean(rank <= k), abs=1e-15)
+    assert rbp[1000] == rbp[5000] == 1.0
+
+
+def test_rank_histogram_rejects_out_of_range() -> None:
+    with pytest.raises(ValueError):
+        rank_histogram(np.array([0, 1, 2]), 10)
+    with pytest.raises(ValueError):
+        rank_histogram(np.array([1, 11]), 10)
+    with pytest.raises(ValueError):
+        rbp_from_histogram(np.zeros(11, dtype=np.int64), [1])
+
+
+@pytest.mark.parametrize("vocab", [4096, 50277, 151665])
+def test_k_grid(vocab: int) -> None:
+    ks = k_grid(vocab)
+    assert len(ks) >= 40
+    assert ks == sorted(set(ks)) and ks[0] == 1 and ks[-1] == vocab
+    assert all(1 <= k <= vocab for k in ks)
+    for k in (1, 10, 50, 100, 1000):
+        assert k in ks
+    for k in (20000, 30000):
+        assert (k in ks) == (k <= vocab)
+    assert set(range(1, 11)) <= set(ks)
+    # log-spaced: no decade is empty and consecutive ratios stay bounded above 10
+    ratios = np.array(ks[10:][1:]) / np.array(ks[10:][:-1])
+    assert ratios.max() < 1.5
+
+
+def test_k_grid_small_vocab() -> None:
+    assert k_grid(1) == [1]
+    assert k_grid(7) == list(range(1, 8))
+    assert max(k_grid(300)) == 300 and 1000 not in k_grid(300)
+    with pytest.raises(ValueError):
+        k_grid(0)
+
+
+def test_cross_entropy() -> None:
+    rng = np.random.default_rng(1)
+    logprob = -rng.exponential(2.5, size=100_001).astype(np.float32)
+    assert cross_entropy(logprob) == pytest.approx(-math.fsum(logprob.astype(np.float64)) / logprob.size, rel=1e-12)
+    assert cross_entropy(np.array([-1.0, -3.0], dtype=np.float32)) == 2.0
+    with pytest.raises(ValueError):
+        cross_entropy(np.zeros(0, dtype=np.float32))
+
+
+def brute_force_runs(rank: np.ndarray, doc: np.ndarray, pos: np.ndarray, k: int, n: int) -> tuple[int, int]:
+    """All length-n windows of consecutive positions inside one document; how many are all <= k."""
+    total = hit = 0
+    for i in range(len(rank) - n + 1):
+        consecutive = all(doc[i + j] == doc[i] and pos[i + j] == pos[i] + j for j in range(n))
+        if consecutive:
+            total += 1
+            hit += all(rank[i + j] <= k for j in range(n))
+    return total, hit
+
+
+def run_fixture(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Documents of varied length, some with gaps in pos, some with a single scored token."""
+    rng = np.random.default_rng(seed)
+    docs, positions = [], []
+    for d in range(40):
+        n = int(rng.choice([1, 1, 2, 3, 5, 12, 30]))
+        pos = np.arange(1, n + 1)
+        if n > 4 and rng.random() < 0.5:  # drop some positions: gaps break runs
+            keep = rng.random(n) > 0.25
+            pos = pos[keep]
+        docs.append(np.full(pos.size, d))
+        positions.append(pos)
+    doc = np.concatenate(docs).astype(np.uint32)
+    pos = np.concatenate(positions).astype(np.uint32)
+    rank = rng.choice([1, 1, 1, 2, 3, 8, 40, 500], size=doc.size).astype(np.uint32)
+    return rank, doc, pos
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_empirical_runs_vs_brute_force(seed: int) -> None:
+    rank, doc, pos = run_fixture(seed)
+    ks, ns = [1, 3, 10, 1000], [1, 2, 3, 5, 12, 40]
+    rows = empirical_runs(rank, doc, pos, ks, ns)
+    assert [(r["k"], r["N"]) for r in rows] == [(k, n) for k in ks for n in ns]
+    for row in rows:
+        total, hit = brute_force_runs(rank, doc, pos, row["k"], row["N"])
+        assert row["n_runs"] == total
+        if total:
+            assert row["empirical"] == pytest.approx(hit / total, abs=1e-15)
+        else:
+            assert math.isnan(row["empirical"])
+    by = {(r["k"], r["N"]): r for r in rows}
+    assert by[(1, 1)]["empirical"] == pytest.approx(np.mean(rank <= 1))
+    assert by[(1000, 5)]["empirical"] == 1.0
+
+
+def test_empirical_runs_across_document_boundary() -> None:
+    """Consecutive positions in different documents are not a run; neither are gaps."""
+    doc = np.array([0, 0, 1, 1, 1, 2, 2], dtype=np.uint32)
+    pos = np.array([1, 2, 3, 4, 6, 1, 2], dtype=np.uint32)
+    rank = np.ones(7, dtype=np.uint32)
+    starts = segment_starts(doc, pos)
+    assert starts.tolist() == [True, False, True, False, True, True, False]
+    row = empirical_runs(rank, doc, pos, [1], [2, 3])
+    assert row[0]["n_runs"] == 3 and row[0]["empirical"] == 1.0
+    assert row[1]["n_runs"] == 0 and math.isnan(row[1]["empirical"])
+    assert windows_count(np.array([1, 2, 5]), 2) == 0 + 1 + 4
+
+
+def test_empirical_runs_empty() -> None:
+    empty = np.zeros(0, dtype=np.uint32)
+    rows = empirical_runs(empty, empty, empty, [1], [1, 2])
+    assert all(r["n_runs"] == 0 and math.isnan(r["empirical"]) for r in rows)

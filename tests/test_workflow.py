@@ -1,0 +1,169 @@
+"""The smoke configuration run end to end by real Snakemake in a temporary directory."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from rankscale.metrics import k_grid
+from rankscale.models import ModelSource, load_model, load_tokenizer
+from rankscale.rankfile import load_rank_arrays
+from rankscale.tokens import load_tokens
+from tests.conftest import REPO, copy_workflow, snakemake
+
+pytestmark = pytest.mark.slow
+
+MODELS = ["smoke-a", "smoke-b", "smoke-c"]
+DATASETS = ["humaneval", "pydoc"]
+FIGURES = [
+    "fig3_rbp1",
+    "fig4_rbp_k",
+    "fig5_large_k",
+    "fig6_r2_alpha_vs_k",
+    "fig7_emergence",
+    "fig8a_ce_vs_rbp1",
+    "fig8b_rank_histogram",
+    "fig8c_mu_sigma",
+]
+
+
+def test_every_table_and_figure_exists(smoke_run):
+    for name in ("metrics", "powerlaw_fits", "lognormal_fits", "emergence"):
+        assert (smoke_run / "results/tables" / f"{name}.csv").stat().st_size > 0
+    for name in FIGURES:
+        for ext in ("png", "pdf"):
+            path = smoke_run / "results/figures" / f"{name}.{ext}"
+            assert path.stat().st_size > 5000, path
+    assert not list((smoke_run / "results").rglob("*.tmp*")), "temporary files left behind"
+
+
+def test_metrics_are_sane(smoke_run):
+    metrics = pd.read_csv(smoke_run / "results/tables/metrics.csv", dtype={"k": "Int64"})
+    assert set(metrics["model"]) == set(MODELS) and set(metrics["dataset"]) == set(DATASETS)
+    rbp = metrics[metrics["metric"] == "rbp"]
+    assert rbp["value"].between(0, 1).all()
+    for (model, dataset), group in rbp.groupby(["model", "dataset"]):
+        group = group.sort_values("k")
+        assert list(group["k"]) == k_grid(512), (model, dataset)
+        assert len(group) >= 40
+        assert np.all(np.diff(group["value"].to_numpy()) >= 0), "RBP_k must not decrease with k"
+        assert group["value"].iloc[-1] == 1.0, "RBP_|V| is 1"
+    ce = metrics[metrics["metric"] == "ce"]
+    assert (ce["value"] > 0).all() and (ce["value"] < np.log(512) + 2).all()
+    sizes = metrics.groupby("model")["S"].first()
+    assert sizes["smoke-a"] < sizes["smoke-b"] < sizes["smoke-c"]
+    # S of a 2-layer GPT-NeoX, d = 32: L (12 d^2 + 13 d) + 2 d
+    assert sizes["smoke-b"] == 2 * (12 * 32**2 + 13 * 32) + 2 * 32
+
+
+def test_tables_agree_with_rank_arrays(smoke_run):
+    """metrics.csv, lognormal and emergence rows recomputed from the raw rank arrays."""
+    metrics = pd.read_csv(smoke_run / "results/tables/metrics.csv", dtype={"k": "Int64"})
+    emergence = pd.read_csv(smoke_run / "results/tables/emergence.csv")
+    for model in MODELS:
+        for dataset in DATASETS:
+            arrays, meta = load_rank_arrays(
+                smoke_run / f"results/ranks/{model}/{dataset}.npz", smoke_run / f"results/ranks/{model}/{dataset}.json"
+            )
+            rows = metrics[(metrics["model"] == model) & (metrics["dataset"] == dataset)]
+            ce = rows[rows["metric"] == "ce"]["value"].item()
+            assert ce == pytest.approx(-arrays.logprob.astype(np.float64).mean(), rel=1e-9)
+            for k in (1, 10, 100):
+                got = rows[(rows["metric"] == "rbp") & (rows["k"] == k)]["value"].item()
+                assert got == pytest.approx(np.mean(arrays.rank <= k), abs=1e-12)
+            em = emergence[(emergence["model"] == model) & (emergence["dataset"] == dataset)]
+            row = em[(em["k"] == 10) & (em["N"] == 2)].iloc[0]
+            assert row["predicted"] == pytest.approx(np.mean(arrays.rank <= 10) ** 2)
+            assert meta["n_tokens"] == arrays.rank.size and meta["vocab_size"] == 512
+
+
+def test_fits_are_finite(smoke_run):
+    fits = pd.read_csv(smoke_run / "results/tables/powerlaw_fits.csv", dtype={"k": "Int64"})
+    for metric, k in (("neg_log_rbp", 1), ("neg_log_rbp", 10), ("ce", None)):
+        sel = fits[(fits["metric"] == metric) & (fits["k"].isna() if k is None else fits["k"] == k)]
+        assert len(sel) == len(DATASETS)
+        assert np.isfinite(sel["alpha"]).all() and (sel["C"] > 0).all() and sel["r2"].between(-1e-9, 1 + 1e-9).all()
+        assert (sel["n_models"] == 3).all()
+    lognormal = pd.read_csv(smoke_run / "results/tables/lognormal_fits.csv")
+    assert len(lognormal) == len(MODELS) * len(DATASETS)
+    assert (lognormal["sigma"] > 0).all()
+    assert np.allclose(lognormal["mu_over_sigma"], lognormal["mu"] / lognormal["sigma"])
+
+
+def test_ranks_match_an_independent_reference(smoke_run):
+    """Per-window forward pass of a ladder checkpoint, brute-force rank: exact agreement."""
+    model_dir = smoke_run / "resources/ladder/models/smoke-c"
+    source = ModelSource(name="smoke-c", location=str(model_dir), local=True)
+    model, tokenizer = load_model(source), load_tokenizer(source)
+    arrays, meta = load_rank_arrays(
+        smoke_run / "results/ranks/smoke-c/pydoc.npz", smoke_run / "results/ranks/smoke-c/pydoc.json"
+    )
+    corpus = load_tokens(smoke_run / "results/tokens/ladder/pydoc.npz")
+    vocab = len(tokenizer)
+    max_length, stride = meta["windows"]["max_length"], meta["windows"]["max_length"] // 2
+    seen = 0
+    with torch.no_grad():
+        for d in range(len(corpus.offsets) - 1):
+            tokens = corpus.doc(d)
+            first_target, end = 1, min(max_length, len(tokens))
+            while True:
+                start = max(0, end - max_length)
+                logits = model(input_ids=torch.from_numpy(tokens[start:end].astype(np.int64))[None]).logits[0].float()
+                for p in range(first_target, end):
+                    row = logits[p - 1 - start, :vocab]
+                    t = int(tokens[p])
+                    assert arrays.doc[seen] == d and arrays.pos[seen] == p and arrays.target[seen] == t
+                    assert arrays.rank[seen] == int((row >= row[t]).sum())
+                    assert arrays.logprob[seen] == pytest.approx(float(torch.log_softmax(row, 0)[t]), abs=2e-5)
+                    seen += 1
+                if end == len(tokens):
+                    break
+                first_target, end = end, min(end + stride, len(tokens))
+    assert seen == arrays.rank.size
+
+
+def test_rerun_is_a_no_op_and_report_builds(smoke_run):
+    dry = snakemake(smoke_run, "-n", "--cores", "2", "--configfile", "config/smoke.yaml")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert "Nothing to be done" in dry.stdout + dry.stderr
+    report = snakemake(
+        smoke_run, "--cores", "1", "--configfile", "config/smoke.yaml", "--report", "results/report.html"
+    )
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (smoke_run / "results/report.html").read_text(errors="replace")
+    assert len(html) > 100_000
+    for name in FIGURES:
+        assert name in html
+
+
+def test_lint_is_clean(tmp_path):
+    workdir = copy_workflow(tmp_path / "lint")
+    result = snakemake(workdir, "--lint")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Lints for" not in result.stdout + result.stderr
+
+
+def test_sidecar_records_provenance(smoke_run):
+    meta = json.loads((smoke_run / "results/ranks/smoke-a/humaneval.json").read_text())
+    for key in (
+        "resolved_revision",
+        "S",
+        "vocab_size",
+        "tokenizer_sha256",
+        "corpus_sha256",
+        "windows",
+        "ties",
+        "dtype",
+        "device",
+        "n_tokens",
+        "wall_time_s",
+        "versions",
+        "sha256",
+    ):
+        assert key in meta, key
+    assert meta["ties"] == "ge" and meta["dtype"] == "float32" and meta["resolved_revision"].startswith("sha256:")
+    assert (REPO / "config/smoke.yaml").exists()

@@ -1,0 +1,33 @@
+# Corpus text -> one JSONL of documents per dataset; -> token ids per tokenizer x dataset.
+
+
+rule corpus:
+    output:
+        "results/corpus/{dataset}.jsonl",
+    params:
+        spec=lambda wc: config["datasets"][wc.dataset],
+    log:
+        "logs/corpus/{dataset}.log",
+    conda:
+        "../../envs/ml.yaml"
+    script:
+        "../scripts/corpus.py"
+
+
+rule tokenize:
+    input:
+        corpus="results/corpus/{dataset}.jsonl",
+        tokenizer=tokenizer_input,
+    output:
+        tokens="results/tokens/{tok}/{dataset}.npz",
+        meta="results/tokens/{tok}/{dataset}.npz.json",
+    params:
+        source=lambda wc: TOKENIZERS[wc.tok].__dict__,
+        add_special_tokens=config.get("tokenization", {}).get("add_special_tokens", False),
+        max_scored_tokens=lambda wc: config["datasets"][wc.dataset].get("max_scored_tokens"),
+    log:
+        "logs/tokenize/{tok}/{dataset}.log",
+    conda:
+        "../../envs/ml.yaml"
+    script:
+        "../scripts/tokenize.py"

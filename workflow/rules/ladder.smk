@@ -1,0 +1,46 @@
+# The offline model ladder: a BPE tokenizer and GPT-NeoX models trained here.
+
+rule ladder_corpus:
+    output:
+        f"{LADDER_DIR}/train_corpus.jsonl",
+    params:
+        specs=LADDER["corpus"] if LADDER else {},
+    log:
+        "logs/ladder/corpus.log",
+    conda:
+        "../../envs/ml.yaml"
+    script:
+        "../scripts/ladder_corpus.py"
+
+
+rule ladder_tokenizer:
+    input:
+        f"{LADDER_DIR}/train_corpus.jsonl",
+    output:
+        directory(f"{LADDER_DIR}/tokenizer"),
+    params:
+        vocab_size=LADDER["tokenizer"]["vocab_size"] if LADDER else 0,
+    log:
+        "logs/ladder/tokenizer.log",
+    conda:
+        "../../envs/ml.yaml"
+    script:
+        "../scripts/ladder_tokenizer.py"
+
+
+rule ladder_train:
+    input:
+        corpus=f"{LADDER_DIR}/train_corpus.jsonl",
+        tokenizer=f"{LADDER_DIR}/tokenizer",
+    output:
+        directory(f"{LADDER_DIR}/models/{{model}}"),
+    params:
+        size=lambda wc: LADDER_SIZES[wc.model],
+        train=LADDER["train"] if LADDER else {},
+    threads: LADDER.get("threads", 1) if LADDER else 1
+    log:
+        "logs/ladder/train/{model}.log",
+    conda:
+        "../../envs/ml.yaml"
+    script:
+        "../scripts/ladder_train.py"

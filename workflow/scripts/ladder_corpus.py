@@ -1,0 +1,20 @@
+"""Rule ladder_corpus: the ladder's training text (held-out documents excluded)."""
+
+import sys
+
+snakemake = globals()["snakemake"]
+sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any environment
+
+
+from rankscale.atomic import atomic_path
+from rankscale.corpus import load_documents, write_jsonl
+from rankscale.logs import setup_logging
+
+log = setup_logging(snakemake.log[0])
+docs = []
+for name, spec in snakemake.params.specs.items():
+    part = load_documents(spec, where=f"ladder.corpus.{name}")
+    log.info("%s: %d documents, %d characters", name, len(part), sum(len(d.text) for d in part))
+    docs.extend(part)
+with atomic_path(snakemake.output[0]) as tmp:
+    write_jsonl(docs, tmp)

@@ -1,0 +1,37 @@
+"""Rule ladder_train: train one ladder model; saved with its tokenizer like a hub checkpoint."""
+
+import sys
+
+snakemake = globals()["snakemake"]
+sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any environment
+
+
+import math
+
+import torch
+from transformers import AutoTokenizer
+
+from rankscale.atomic import atomic_dir
+from rankscale.corpus import read_jsonl
+from rankscale.ladder import SizeSpec, TrainSpec, train_model
+from rankscale.logs import setup_logging
+from rankscale.tokens import tokenize_documents
+
+log = setup_logging(snakemake.log[0])
+torch.set_num_threads(snakemake.threads)
+size_cfg = dict(snakemake.params.size)
+train_cfg = dict(snakemake.params.train)
+d_ref = train_cfg.pop("lr_d_ref", None)
+lr = size_cfg.pop("lr", None) or (
+    train_cfg["lr"] * math.sqrt(d_ref / size_cfg["d_model"]) if d_ref else train_cfg["lr"]
+)
+train_cfg["lr"] = lr
+tokenizer = AutoTokenizer.from_pretrained(snakemake.input.tokenizer)
+corpus, counts = tokenize_documents(read_jsonl(snakemake.input.corpus), tokenizer)
+log.info("training corpus: %s", counts)
+with atomic_dir(snakemake.output[0]) as tmp:
+    summary = train_model(
+        SizeSpec(**size_cfg), TrainSpec(**train_cfg), corpus, len(tokenizer), tokenizer.eos_token_id, tmp
+    )
+    tokenizer.save_pretrained(str(tmp))
+log.info("trained %s in %.1f s, final loss %.3f", size_cfg["name"], summary["wall_time_s"], summary["final_loss"])

@@ -1,0 +1,39 @@
+"""Rule tokenize: a corpus JSONL -> token ids + offsets for one tokenizer."""
+
+import sys
+
+snakemake = globals()["snakemake"]
+sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any environment
+
+
+from rankscale.atomic import sha256_file
+from rankscale.corpus import read_jsonl
+from rankscale.logs import setup_logging
+from rankscale.models import ModelSource, load_tokenizer
+from rankscale.tokens import save_tokens, tokenize_documents, tokenizer_fingerprint
+
+log = setup_logging(snakemake.log[0])
+source = ModelSource(**snakemake.params.source)
+tokenizer = load_tokenizer(source)
+docs = read_jsonl(snakemake.input.corpus)
+corpus, counts = tokenize_documents(
+    docs,
+    tokenizer,
+    add_special_tokens=snakemake.params.add_special_tokens,
+    max_scored_tokens=snakemake.params.max_scored_tokens,
+)
+if counts["documents"] == 0:
+    raise ValueError(f"{snakemake.input.corpus}: no document has two or more tokens")
+meta = {
+    "tokenizer": source.tokenizer_location,
+    "tokenizer_key": snakemake.wildcards.tok,
+    "tokenizer_sha256": tokenizer_fingerprint(tokenizer),
+    "vocab_size": len(tokenizer),
+    "dataset": snakemake.wildcards.dataset,
+    "corpus_sha256": sha256_file(snakemake.input.corpus),
+    "add_special_tokens": snakemake.params.add_special_tokens,
+    "max_scored_tokens": snakemake.params.max_scored_tokens,
+    **counts,
+}
+save_tokens(corpus, snakemake.output.tokens, meta)
+log.info("%s / %s: %s", snakemake.wildcards.tok, snakemake.wildcards.dataset, counts)
