@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import sysconfig
 from pathlib import Path
@@ -76,7 +77,12 @@ def test_heldout_and_train_split_partition(name: str) -> None:
     assert len(heldout) + len(train) == len(every)
     assert 0.15 < len(heldout) / len(every) < 0.45
     assert all(in_heldout(i, 0.3) for i in held_ids) and not any(in_heldout(i, 0.3) for i in train_ids)
-    # the split is a property of the key: a larger fraction only adds documents
+    # the split is a property of the key alone (seed-free, stable across versions): the first
+    # 8 bytes of its SHA-256 as a fraction of 2**64, compared with heldout_fraction
+    for key in held_ids | train_ids:
+        value = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
+        assert (key in held_ids) == (value < 0.3)
+    # a larger fraction only adds documents
     bigger = load_documents({**spec, "split_heldout": "heldout", "heldout_fraction": 0.6}, "datasets.x")
     assert held_ids < {d.id for d in bigger}
 

@@ -352,11 +352,6 @@ def test_truncated_rank_file_raises(tmp_path: Path) -> None:
         load_rank_arrays(path, meta_path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: rankfile.load_rank_arrays catches (KeyError, ValueError, OSError) around np.load, "
-    "but a truncated .npz raises zipfile.BadZipFile (an Exception subclass), which escapes unwrapped",
-)
 def test_truncated_rank_file_raises_without_checksum(tmp_path: Path) -> None:
     _, path, meta_path = save_sample(tmp_path)
     data = path.read_bytes()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ def load_rank_arrays(
     try:
         with np.load(path) as data:
             loaded = {k: data[k] for k in FIELDS}
-    except (KeyError, ValueError, OSError) as exc:
+    except (KeyError, ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
         raise RankFileError(f"{path}: unreadable rank array ({exc})") from exc
     for key, dtype in FIELDS.items():
         if loaded[key].dtype != dtype or loaded[key].shape != (meta["n_tokens"],):

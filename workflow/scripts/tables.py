@@ -24,5 +24,5 @@ tables = {
 }
 for name, df in tables.items():
     with atomic_path(snakemake.output[name], suffix=".csv") as tmp:
-        df.to_csv(tmp, index=False, float_format="%.10g")
+        df.to_csv(tmp, index=False)  # full precision: papers quote these
     log.info("%s: %d rows", name, len(df))
