@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -63,6 +64,8 @@ def _law_panel(
         plotted = plotted or bool(ok.any())
     if not plotted:
         ax.text(0.5, 0.5, "no data in range", transform=ax.transAxes, ha="center")
+    ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3g"))
+    ax.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%.3g"))
     ax.set_xlabel(S_LABEL)
     ax.set_ylabel(ylabel)
     ax.set_title(f"{dataset}" + (f", k = {k}" if k is not None else ""))

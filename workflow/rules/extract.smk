@@ -18,6 +18,8 @@ rule extract:
         runtime=lambda wc: runtime_setting(wc.model, "runtime", 60),
     log:
         "logs/extract/{model}/{dataset}.log",
+    benchmark:
+        "results/benchmarks/extract/{model}/{dataset}.tsv"
     conda:
         "../../envs/ml.yaml"
     script:

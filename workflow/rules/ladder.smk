@@ -40,6 +40,8 @@ rule ladder_train:
     threads: LADDER.get("threads", 1) if LADDER else 1
     log:
         "logs/ladder/train/{model}.log",
+    benchmark:
+        "results/benchmarks/ladder_train/{model}.tsv"
     conda:
         "../../envs/ml.yaml"
     script:
