@@ -35,7 +35,11 @@ def check(npz: Path) -> tuple[int, int, float]:
             first, end = 1, min(length, len(doc))
             while True:
                 start = max(0, end - length)
-                logits = model(input_ids=torch.as_tensor(doc[start:end], dtype=torch.long)[None]).logits[0, :, :vocab].float()
+                logits = (
+                    model(input_ids=torch.as_tensor(doc[start:end], dtype=torch.long)[None])
+                    .logits[0, :, :vocab]
+                    .float()
+                )
                 for p in range(first, end):
                     row, t = logits[p - 1 - start], int(doc[p])
                     mismatches += int(arrays["rank"][i]) != int((row >= row[t]).sum())

@@ -9,7 +9,9 @@ import numpy as np
 REQUIRED_K: tuple[int, ...] = (1, 10, 50, 100, 1000, 20000, 30000)
 
 
-def k_grid(max_k: int, points_per_decade: int = 12, include: Iterable[int] = REQUIRED_K, min_points: int = 40) -> list[int]:
+def k_grid(
+    max_k: int, points_per_decade: int = 12, include: Iterable[int] = REQUIRED_K, min_points: int = 40
+) -> list[int]:
     """Log-spaced integers from 1 to `max_k` (all of 1..10, then geometric), plus `include`.
 
     Denser spacing is used where needed so the grid has at least `min_points` values
