@@ -9,6 +9,7 @@ from types import TracebackType
 
 
 def setup_logging(log_file: str | None = None, level: int = logging.INFO) -> logging.Logger:
+    """Log to `log_file` and stderr; uncaught exceptions are logged too, so logs/ explains failures."""
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_file:
         Path(log_file).parent.mkdir(parents=True, exist_ok=True)
@@ -16,4 +17,10 @@ def setup_logging(log_file: str | None = None, level: int = logging.INFO) -> log
     logging.basicConfig(
         level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=handlers, force=True
     )
-    return logging.getLogger("rankscale")
+    log = logging.getLogger("rankscale")
+
+    def log_uncaught(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+        log.critical("%s: %s", kind.__name__, value, exc_info=(kind, value, tb))
+
+    sys.excepthook = log_uncaught
+    return log

@@ -9,9 +9,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib import ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 
 from rankscale.atomic import atomic_path  # noqa: E402
 from rankscale.lognormal import log_pmf  # noqa: E402
