@@ -6,7 +6,12 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# A --configfile that defines `datasets` is a complete configuration and replaces the default
+# (Snakemake would otherwise deep-merge it into config/config.yaml, leaking default datasets
+# and ladder settings into the user's study). `--config key=value` still overrides single values.
+if "datasets" not in config:
+
+    configfile: "config/config.yaml"
 
 
 report: "workflow/report/workflow.rst"

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import tempfile
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -67,10 +68,17 @@ def _json_default(value: Any) -> Any:
 
 
 def write_npz(path: str | os.PathLike[str], **arrays: np.ndarray) -> None:
-    """Atomically write an uncompressed .npz (fast to load, byte-stable for DVC)."""
+    """Atomically write an uncompressed .npz whose bytes depend only on the arrays.
+
+    `np.savez` stamps each zip entry with the current time, so identical arrays would
+    give different files (and different checksums for DVC and the determinism checks).
+    """
     with atomic_path(path, suffix=".npz") as tmp:
-        with open(tmp, "wb") as fh:
-            np.savez(fh, **arrays)
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+            for name, array in arrays.items():
+                info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+                with archive.open(info, "w", force_zip64=True) as fh:
+                    np.lib.format.write_array(fh, np.asanyarray(array), allow_pickle=False)
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:

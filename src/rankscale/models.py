@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from rankscale.atomic import sha256_dir
 
-DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+if TYPE_CHECKING:
+    import torch
+
+DTYPES = ("float32", "bfloat16", "float16")
 
 
 class ModelLoadError(RuntimeError):
@@ -36,6 +37,8 @@ class ModelSource:
 
 def resolve_device(name: str) -> torch.device:
     """'auto' picks CUDA, then MPS, then CPU; anything else is passed to torch."""
+    import torch
+
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
@@ -46,12 +49,18 @@ def resolve_device(name: str) -> torch.device:
 
 
 def resolve_dtype(name: str) -> torch.dtype:
+    import torch
+
     if name not in DTYPES:
-        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {name!r}")
-    return DTYPES[name]
+        raise ValueError(f"dtype must be one of {DTYPES}, got {name!r}")
+    return getattr(torch, name)
 
 
-def _hint(source: ModelSource) -> str:
+def _hint(source: ModelSource, exc: Exception | None = None) -> str:
+    if exc is not None and "trust_remote_code" in str(exc):
+        return (
+            f"model {source.name!r} ships its own code; set `trust_remote_code: true` in its entry only if you trust it"
+        )
     if source.local:
         return f"check that {source.location!r} is a directory written by save_pretrained"
     return (
@@ -73,7 +82,7 @@ def load_tokenizer(source: ModelSource) -> Any:
             trust_remote_code=source.trust_remote_code,
         )
     except (OSError, ValueError) as exc:
-        raise ModelLoadError(f"model {source.name!r}: could not load tokenizer: {exc}; {_hint(source)}") from exc
+        raise ModelLoadError(f"model {source.name!r}: could not load tokenizer: {exc}; {_hint(source, exc)}") from exc
 
 
 def load_model(source: ModelSource, dtype: str = "float32", device: str = "cpu", device_map: str | None = None) -> Any:
@@ -94,7 +103,7 @@ def load_model(source: ModelSource, dtype: str = "float32", device: str = "cpu",
     try:
         model = AutoModelForCausalLM.from_pretrained(source.location, **kwargs)
     except (OSError, ValueError) as exc:
-        raise ModelLoadError(f"model {source.name!r}: could not load weights: {exc}; {_hint(source)}") from exc
+        raise ModelLoadError(f"model {source.name!r}: could not load weights: {exc}; {_hint(source, exc)}") from exc
     if not device_map:
         model.to(resolve_device(device))
     model.eval()
@@ -112,3 +121,10 @@ def resolved_revision(source: ModelSource, model: Any) -> str:
 def output_columns(model: Any) -> int:
     head = model.get_output_embeddings()
     return int(head.weight.shape[0])
+
+
+def check_window_fits(model: Any, max_length: int, name: str) -> None:
+    """Refuse windows longer than the positions the model was built for (silently wrong otherwise)."""
+    limit = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
+    if limit is not None and max_length > int(limit):
+        raise ValueError(f"model {name!r}: max_length {max_length} exceeds its {limit} position embeddings")

@@ -61,3 +61,26 @@ def load_rank_arrays(
     if rank.size and (rank.min() < 1 or rank.max() > meta["vocab_size"]):
         raise RankFileError(f"{path}: ranks outside 1..{meta['vocab_size']}")
     return RankArrays(**loaded), meta
+
+
+def check_provenance(
+    meta: dict[str, Any], tokens_meta: dict[str, Any], windows: dict[str, Any], ties: str, path: str | Path
+) -> None:
+    """Refuse a rank array that does not score the current token windows under the current settings.
+
+    Catches stale arrays (another window length, tokenizer, corpus or rank convention) that a
+    checksum alone cannot: the file is intact, it is just not the file this analysis expects.
+    """
+    checks = {
+        "token file": (meta.get("tokens_sha256"), tokens_meta.get("sha256")),
+        "tokenizer": (meta.get("tokenizer_sha256"), tokens_meta.get("tokenizer_sha256")),
+        "corpus": (meta.get("corpus_sha256"), tokens_meta.get("corpus_sha256")),
+        "window settings": (meta.get("windows"), windows),
+        "rank convention": (meta.get("ties"), ties),
+    }
+    for what, (recorded, expected) in checks.items():
+        if recorded != expected:
+            raise RankFileError(
+                f"{path}: stale rank array, its {what} ({recorded!r}) differs from the current one ({expected!r}); "
+                "delete it (or rerun with --forcerun extract) to recompute"
+            )

@@ -6,14 +6,18 @@ rule summarize:
     input:
         ranks="results/ranks/{model}/{dataset}.npz",
         meta="results/ranks/{model}/{dataset}.json",
+        tokens_meta=lambda wc: f"results/tokens/{PLAN[wc.model].tokenizer_key}/{wc.dataset}.npz.json",
     output:
         summary="results/summary/{model}/{dataset}.json",
         hist="results/summary/{model}/{dataset}.hist.npz",
     params:
         analysis=config["analysis"],
         family=lambda wc: PLAN[wc.model].family,
+        identity=lambda wc: PLAN[wc.model].identity,
     log:
         "logs/summarize/{model}/{dataset}.log",
+    benchmark:
+        "results/benchmarks/summarize/{model}/{dataset}.tsv"
     conda:
         "../../envs/analysis.yaml"
     script:
@@ -30,6 +34,8 @@ rule tables:
         emergence=report("results/tables/emergence.csv", caption="../report/emergence.rst", category="Tables"),
     log:
         "logs/tables.log",
+    benchmark:
+        "results/benchmarks/tables.tsv"
     conda:
         "../../envs/analysis.yaml"
     script:

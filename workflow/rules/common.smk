@@ -4,16 +4,14 @@ import re
 import sys
 from pathlib import Path
 
-from snakemake.utils import validate
-
 SRC = str(Path(workflow.basedir) / "src")
 if SRC not in sys.path:
     sys.path.insert(0, SRC)
 
-from rankscale.plan import LADDER_DIR, ConfigError, build_plan, tokenizer_sources  # noqa: E402
+from rankscale.plan import LADDER_DIR, ConfigError, build_plan, check_schema, tokenizer_sources  # noqa: E402
 
-validate(config, schema="../../config/schema.yaml")
 try:
+    check_schema(config, Path(workflow.basedir) / "config/schema.yaml")
     PLAN = build_plan(config)
 except ConfigError as exc:
     raise WorkflowError(f"config error: {exc}") from None

@@ -16,7 +16,14 @@ import transformers
 from rankscale import __version__
 from rankscale.extract import extract_ranks
 from rankscale.logs import setup_logging
-from rankscale.models import load_model, load_tokenizer, output_columns, resolve_device, resolved_revision
+from rankscale.models import (
+    check_window_fits,
+    load_model,
+    load_tokenizer,
+    output_columns,
+    resolve_device,
+    resolved_revision,
+)
 from rankscale.params import count_parameters
 from rankscale.plan import build_plan
 from rankscale.rankfile import save_rank_arrays
@@ -35,6 +42,7 @@ if tokenizer_fingerprint(tokenizer) != token_meta["tokenizer_sha256"]:
     raise ValueError(f"{snakemake.input.tokens}: tokenized with a different tokenizer than model {plan.name!r} uses")
 device = resolve_device(runtime.get("device") or "auto")
 model = load_model(plan.source, dtype=identity["dtype"], device=str(device), device_map=runtime.get("device_map"))
+check_window_fits(model, identity["max_length"], plan.name)
 columns = output_columns(model)
 if columns < vocab_size:
     raise ValueError(

@@ -1,5 +1,6 @@
 """Rule summarize: one rank array -> RBP grid, CE, lognormal fit, N-token runs, histogram."""
 
+import json
 import sys
 
 snakemake = globals()["snakemake"]
@@ -8,11 +9,18 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any en
 
 from rankscale.atomic import write_json, write_npz
 from rankscale.logs import setup_logging
-from rankscale.rankfile import load_rank_arrays
+from rankscale.rankfile import check_provenance, load_rank_arrays
 from rankscale.summary import summarize
 
 log = setup_logging(snakemake.log[0])
 arrays, meta = load_rank_arrays(snakemake.input.ranks, snakemake.input.meta)
+identity = snakemake.params.identity
+windows = {k: identity[k] for k in ("max_length", "stride", "max_windows_per_doc")}
+with open(snakemake.input.tokens_meta) as fh:
+    check_provenance(meta, json.load(fh), windows, identity["ties"], snakemake.input.ranks)
+dropped = [k for k in snakemake.params.analysis.get("k_include", []) if k > meta["vocab_size"]]
+if dropped:
+    log.warning("k values above |V| = %d left out for this model: %s", meta["vocab_size"], dropped)
 summary, hist = summarize(arrays, meta, snakemake.params.analysis, snakemake.params.family)
 write_npz(snakemake.output.hist, counts=hist)
 write_json(snakemake.output.summary, summary)

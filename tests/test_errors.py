@@ -1,0 +1,415 @@
+"""Bad input, faults and provenance: clear errors before any job, nothing lost, nothing wrong accepted."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from rankscale.atomic import sha256_file
+from rankscale.corpus import Document
+from rankscale.rankfile import load_rank_arrays
+from rankscale.tokens import tokenize_documents
+from tests.conftest import REPO, copy_workflow, snakemake
+
+SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+
+
+def tiny_model_dir(path: Path, vocab_size: int = 64, pickle: bool = False, remote_code: bool = False) -> Path:
+    """A tiny randomly initialised GPT-NeoX checkpoint written by save_pretrained."""
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+
+    config = GPTNeoXConfig(
+        vocab_size=vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+    )
+    model = GPTNeoXForCausalLM(config)
+    model.save_pretrained(str(path))
+    if pickle:  # transformers 5 always writes safetensors: make the legacy layout by hand
+        import torch
+
+        torch.save(model.state_dict(), path / "pytorch_model.bin")
+        (path / "model.safetensors").unlink()
+    if remote_code:
+        cfg = json.loads((path / "config.json").read_text())
+        cfg["auto_map"] = {"AutoModelForCausalLM": "modeling_evil.EvilForCausalLM"}
+        (path / "config.json").write_text(json.dumps(cfg))
+    return path
+
+
+def _set(path: str, value: object) -> Callable[[dict, Path], None]:
+    """A mutation setting a dotted key (list indices as integers) of the config."""
+
+    def mutate(config: dict, _: Path) -> None:
+        *parents, last = path.split(".")
+        node = config
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node[part]
+        node[int(last) if last.isdigit() else last] = value
+
+    return mutate
+
+
+def _models(*entries: dict) -> Callable[[dict, Path], None]:
+    def mutate(config: dict, _: Path) -> None:
+        config["models"] = [dict(e) for e in entries]
+
+    return mutate
+
+
+def _local_dataset(lines: list[str], **spec: object) -> Callable[[dict, Path], None]:
+    def mutate(config: dict, tmp: Path) -> None:
+        path = tmp / "data.jsonl"
+        path.write_text("".join(line + "\n" for line in lines))
+        config["datasets"]["mine"] = {"source": "local", "path": str(path), **spec}
+
+    return mutate
+
+
+def _local_model(**flags: object) -> Callable[[dict, Path], None]:
+    def mutate(config: dict, tmp: Path) -> None:
+        model = tiny_model_dir(
+            tmp / "model", pickle=bool(flags.pop("pickle", False)), remote_code=bool(flags.pop("remote", False))
+        )
+        config["models"] = [{"name": "mine", "family": "mine", "path": str(model), **flags}]
+
+    return mutate
+
+
+CONFIG_ERRORS = {
+    "unknown top-level key": (_set("extraktion", {}), ["(top level)", "'extraktion' was unexpected"]),
+    "unknown extraction key": (_set("extraction.batchsize", 4), ["extraction", "'batchsize' was unexpected"]),
+    "unknown model key": (
+        _models({"name": "m", "family": "f", "hub_id": "a/b", "revison": "v1"}),
+        ["models[0]", "'revison' was unexpected"],
+    ),
+    "missing model path": (
+        _models({"name": "m", "family": "f", "path": "/no/such/model"}),
+        ["models[0].path", "'/no/such/model', which does not exist"],
+    ),
+    "duplicate model name": (
+        _models({"name": "smoke-b", "family": "f", "hub_id": "a/b"}),
+        ["models[0].name", "duplicate model name 'smoke-b'"],
+    ),
+    "model without family": (
+        _models({"name": "m", "hub_id": "a/b"}),
+        ["models[0]", "'family' is a required property"],
+    ),
+    "model without source": (_models({"name": "m", "family": "f"}), ["models[0]", "'m' needs `hub_id`"]),
+    "bad model name": (
+        _models({"name": "a/b", "family": "f", "hub_id": "a/b"}),
+        ["models[0].name", "'a/b' does not match"],
+    ),
+    "k below 1": (_set("analysis.k_include", [0, 10]), ["analysis.k_include[0]", "0 is less than the minimum of 1"]),
+    "non-positive window length": (
+        _set("extraction.max_length", 0),
+        ["extraction.max_length", "0 is less than the minimum of 2"],
+    ),
+    "negative per-model window": (
+        _models({"name": "m", "family": "f", "hub_id": "a/b", "max_length": -5}),
+        ["models[0].max_length", "-5 is less than the minimum of 2"],
+    ),
+    "stride not below window": (
+        _set("extraction.stride", 64),
+        ["ladder.sizes[0].stride", "64 must be in 1..max_length-1 = 63"],
+    ),
+    "unknown dataset source": (
+        _set("datasets.humaneval", {"source": "ftp", "path": "x"}),
+        ["datasets.humaneval.source", "'ftp' is not one of"],
+    ),
+    "unknown packaged corpus": (
+        _set("datasets.humaneval", {"source": "packaged", "name": "wikipedia"}),
+        ["datasets.humaneval.name", "unknown packaged corpus 'wikipedia'"],
+    ),
+    "empty corpus file": (_local_dataset([]), ["datasets.mine.path", "is empty"]),
+    "corpus with no records": (_local_dataset(["", "  "]), ["datasets.mine.path", "holds no records"]),
+    "missing dataset field": (
+        _local_dataset(['{"id": 1, "text": "hello world"}'], text_fields=["body"]),
+        ["datasets.mine.text_fields", "text field 'body' not found", "available: ['id', 'text']"],
+    ),
+    "missing nested dataset field": (
+        _local_dataset(['{"context": {"title": ["a"], "sentences": [["b"]]}}'], text_fields=["context.paragraphs"]),
+        ["text field 'context.paragraphs' not found", "at 'paragraphs'", "['sentences', 'title']"],
+    ),
+    "remote code without opt-in": (_local_model(remote=True), ["models[0].trust_remote_code", "ships its own code"]),
+    "pickle checkpoint without opt-in": (
+        _local_model(pickle=True),
+        ["models[0].allow_pickle", "only pickle checkpoints"],
+    ),
+    "bad dtype": (_set("extraction.dtype", "float64"), ["extraction.dtype", "'float64' is not one of"]),
+    "bad rank convention": (_set("extraction.ties", "geq"), ["extraction.ties", "'geq' is not one of"]),
+    "heads not dividing d_model": (
+        _set("ladder.sizes.1.heads", 3),
+        ["ladder.sizes[1].heads", "3 heads do not divide d_model = 32"],
+    ),
+    "no datasets": (_set("datasets", {}), ["datasets", "should be non-empty"]),
+}
+
+
+@pytest.fixture(scope="module")
+def workflow_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_workflow(tmp_path_factory.mktemp("errors"))
+
+
+def dry_run(workdir: Path, config: dict, name: str = "case.yaml") -> subprocess.CompletedProcess[str]:
+    (workdir / "config" / name).write_text(yaml.safe_dump(config))
+    return snakemake(workdir, "-n", "--cores", "1", "--configfile", f"config/{name}")
+
+
+@pytest.mark.parametrize("case", sorted(CONFIG_ERRORS))
+def test_config_error_names_key_and_value(case: str, workflow_copy: Path, tmp_path: Path) -> None:
+    mutate, expected = CONFIG_ERRORS[case]
+    config = copy.deepcopy(SMOKE)
+    mutate(config, tmp_path)
+    result = dry_run(workflow_copy, config)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output[-3000:]
+    for text in expected:
+        assert text in output, f"{text!r} not in:\n{output[-3000:]}"
+    assert not (workflow_copy / "results").exists(), "no job may start on a bad configuration"
+
+
+def test_opted_in_local_model_is_accepted(workflow_copy: Path, tmp_path: Path) -> None:
+    config = copy.deepcopy(SMOKE)
+    _local_model(pickle=True, allow_pickle=True, tokenizer="resources/ladder/tokenizer")(config, tmp_path)
+    config["models"].append({**config["models"][0], "name": "mine2"})
+    result = dry_run(workflow_copy, config)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "extract" in result.stdout
+
+
+def test_single_model_family_warns_and_is_not_fitted(workflow_copy: Path) -> None:
+    config = copy.deepcopy(SMOKE)
+    config["models"] = [{"name": "lonely", "family": "solo", "hub_id": "org/lonely"}]
+    result = dry_run(workflow_copy, config)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "family 'solo' has only ['lonely']: no power-law fit is possible" in result.stdout + result.stderr
+
+
+def test_short_documents_are_skipped_and_counted() -> None:
+    from transformers import AutoTokenizer  # noqa: F401  (the tokenizer below is a real HF tokenizer)
+
+    from rankscale.ladder import train_tokenizer
+
+    out = Path(os.environ.get("TMPDIR", "/tmp")) / f"rankscale-tok-{os.getpid()}"
+    tok = train_tokenizer([Document("a", "hello world, this is a test " * 20)], 300, out)
+    docs = [Document("1", "hello world"), Document("2", ""), Document("3", "a"), Document("4", "hello world again")]
+    corpus, counts = tokenize_documents(docs, tok)
+    assert counts["skipped_short_documents"] == 2 and counts["documents"] == 2
+    assert corpus.doc_lengths().min() >= 2
+    shutil.rmtree(out, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- faults on a finished run
+
+
+def clone_run(src: Path, dest: Path) -> Path:
+    """Copy a finished workflow directory, keeping modification times (Snakemake compares them)."""
+    shutil.copytree(src, dest, symlinks=True, copy_function=shutil.copy2)
+    return dest
+
+
+def _run(workdir: Path, *targets: str, config: str = "config/smoke.yaml", env: dict | None = None):
+    extra = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", *targets, "--cores", "2", "--configfile", config],
+        cwd=workdir,
+        env={**extra, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.slow
+def test_missing_hub_model_gives_one_actionable_message(smoke_run: Path, tmp_path: Path) -> None:
+    work = clone_run(smoke_run, tmp_path / "w")
+    config = copy.deepcopy(SMOKE)
+    config["models"] = [
+        {
+            "name": "ghost",
+            "family": "ladder",
+            "hub_id": "no-such-org/no-such-model",
+            "tokenizer": "resources/ladder/tokenizer",
+        }
+    ]
+    (work / "config/ghost.yaml").write_text(yaml.safe_dump(config))
+    result = _run(work, "results/ranks/ghost/humaneval.npz", config="config/ghost.yaml")
+    assert result.returncode != 0
+    log = (work / "logs/extract/ghost/humaneval.log").read_text()
+    assert "model 'ghost': could not load weights" in log
+    assert "hub id 'no-such-org/no-such-model'" in log and "HF_HUB_OFFLINE" in log and "`path:`" in log
+    assert not (work / "results/ranks/ghost").exists() or not any((work / "results/ranks/ghost").iterdir())
+
+
+@pytest.mark.slow
+def test_tokenizer_larger_than_output_layer_is_refused(smoke_run: Path, tmp_path: Path) -> None:
+    work = clone_run(smoke_run, tmp_path / "w")
+    model = tiny_model_dir(work / "narrow", vocab_size=300)  # the ladder tokenizer has 512 tokens
+    config = copy.deepcopy(SMOKE)
+    config["models"] = [
+        {"name": "narrow", "family": "ladder", "path": "narrow", "tokenizer": "resources/ladder/tokenizer"}
+    ]
+    (work / "config/narrow.yaml").write_text(yaml.safe_dump(config))
+    result = _run(work, "results/ranks/narrow/humaneval.npz", config="config/narrow.yaml")
+    assert result.returncode != 0
+    log = (work / "logs/extract/narrow/humaneval.log").read_text()
+    assert "model 'narrow': output layer has 300 columns but the tokenizer has 512 tokens" in log
+    assert not (work / "results/ranks/narrow/humaneval.npz").exists()
+    assert model.exists()
+
+
+def _edit_sidecar(path: Path, **changes: object) -> None:
+    meta = json.loads(path.read_text())
+    meta.update(changes)
+    path.write_text(json.dumps(meta))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("corruption", "expected"),
+    [
+        ("truncate", "checksum does not match its sidecar"),
+        ("window", "stale rank array, its window settings"),
+        ("tokenizer", "stale rank array, its tokenizer"),
+        ("ties", "stale rank array, its rank convention"),
+    ],
+)
+def test_corrupted_or_stale_rank_arrays_stop_aggregation(
+    smoke_run: Path, tmp_path: Path, corruption: str, expected: str
+) -> None:
+    work = clone_run(smoke_run, tmp_path / "w")
+    npz, sidecar = work / "results/ranks/smoke-b/pydoc.npz", work / "results/ranks/smoke-b/pydoc.json"
+    if corruption == "truncate":
+        npz.write_bytes(npz.read_bytes()[:-1000])
+    elif corruption == "window":
+        _edit_sidecar(sidecar, windows={"max_length": 32, "stride": None, "max_windows_per_doc": None})
+    elif corruption == "tokenizer":
+        _edit_sidecar(sidecar, tokenizer_sha256="0" * 64)
+    else:
+        _edit_sidecar(sidecar, ties="gt")
+    tables_before = sha256_file(work / "results/tables/metrics.csv")
+    result = _run(work)
+    assert result.returncode != 0
+    log = (work / "logs/summarize/smoke-b/pydoc.log").read_text()
+    assert expected in log and "results/ranks/smoke-b/pydoc.npz" in log
+    assert sha256_file(work / "results/tables/metrics.csv") == tables_before, "old tables must survive"
+
+
+# ---------------------------------------------------------------- killed mid-run
+
+
+def _start(workdir: Path, config: str) -> subprocess.Popen[bytes]:
+    """Start the workflow in its own process group, after lifting a lock left by a killed run."""
+    unlock = snakemake(workdir, "--unlock", "--cores", "1", "--configfile", config)
+    assert unlock.returncode == 0, unlock.stderr[-3000:]
+    return subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", str(workdir / config)],
+        cwd=workdir,
+        stdout=subprocess.DEVNULL,
+        stderr=open(workdir / "snakemake.err", "wb"),
+        start_new_session=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+
+
+def _kill_when(proc: subprocess.Popen[bytes], ready: Callable[[], bool], timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if proc.poll() is not None:
+            err = Path(proc.args[-1]).parent.parent / "snakemake.err"
+            pytest.fail("the workflow ended before the kill point:\n" + err.read_text(errors="replace")[-3000:])
+        assert time.monotonic() < deadline, "kill point never reached"
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def _log_has(path: Path, text: str) -> Callable[[], bool]:
+    return lambda: path.exists() and text in path.read_text(errors="replace")
+
+
+def _assert_nothing_looks_complete_but_is_not(work: Path) -> None:
+    for npz in (work / "results/ranks").rglob("*.npz"):
+        sidecar = npz.with_suffix(".json")
+        if sidecar.exists():  # a sidecar is written last: with it, the array must be whole
+            load_rank_arrays(npz, sidecar)
+    for model in (work / "resources/ladder/models").glob("*"):
+        if not model.name.startswith("."):
+            assert (model / "model.safetensors").exists() and (model / "training.json").exists(), model
+
+
+@pytest.mark.slow
+def test_kill_during_training_and_extraction_loses_only_what_ran(tmp_path: Path) -> None:
+    work = copy_workflow(tmp_path / "kill")
+    config = copy.deepcopy(SMOKE)
+    config["ladder"]["train"]["tokens"] = 120_000  # a few seconds per model: time to kill it
+    config["datasets"]["stdlib"] = {
+        "source": "packaged",
+        "name": "stdlib",
+        "split_heldout": "heldout",
+        "max_scored_tokens": 60_000,
+    }
+    (work / "config/kill.yaml").write_text(yaml.safe_dump(config))
+
+    _kill_when(_start(work, "config/kill.yaml"), _log_has(work / "logs/ladder/train/smoke-c.log", "training corpus"))
+    _assert_nothing_looks_complete_but_is_not(work)
+    assert not (work / "resources/ladder/models/smoke-c").exists(), "smoke-c was killed mid-training"
+
+    _kill_when(_start(work, "config/kill.yaml"), _log_has(work / "logs/extract/smoke-c/stdlib.log", "windows"))
+    _assert_nothing_looks_complete_but_is_not(work)
+    assert not (work / "results/ranks/smoke-c/stdlib.json").exists()
+    done = {p: p.stat().st_mtime_ns for p in (work / "results/ranks").rglob("*.npz") if p.with_suffix(".json").exists()}
+    trained = {p: p.stat().st_mtime_ns for p in (work / "resources/ladder/models").glob("*/model.safetensors")}
+    assert done and trained
+
+    assert snakemake(work, "--unlock", "--cores", "1", "--configfile", "config/kill.yaml").returncode == 0
+    result = _run(work, config="config/kill.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    for path, mtime in {**done, **trained}.items():
+        assert path.stat().st_mtime_ns == mtime, f"{path} was recomputed"
+    _assert_nothing_looks_complete_but_is_not(work)
+    assert (work / "results/tables/metrics.csv").exists()
+
+
+# ---------------------------------------------------------------- determinism and secrets
+
+
+@pytest.mark.slow
+def test_two_runs_from_scratch_are_bit_identical_and_leak_no_token(smoke_run: Path, tmp_path: Path) -> None:
+    secret = "hf_rankscaleTestSecret0123456789"
+    work = copy_workflow(tmp_path / "again")
+    result = _run(work, env={"HF_TOKEN": secret})
+    assert result.returncode == 0, result.stderr[-3000:]
+    compared = 0
+    for pattern in (
+        "results/ranks/*/*.npz",
+        "results/tokens/*/*.npz",
+        "results/tables/*.csv",
+        "resources/ladder/models/*/model.safetensors",
+        "resources/ladder/models/*/config.json",
+        "resources/ladder/tokenizer/tokenizer.json",
+    ):
+        for path in sorted(smoke_run.glob(pattern)):
+            other = work / path.relative_to(smoke_run)
+            assert sha256_file(path) == sha256_file(other), f"{path.relative_to(smoke_run)} differs between runs"
+            compared += 1
+    assert compared >= 3 * 2 + 2 + 4 + 3 + 3 + 1
+    for folder in ("logs", "results", ".snakemake/log"):
+        for path in (work / folder).rglob("*"):
+            if path.is_file() and path.stat().st_size < 50_000_000:
+                assert secret.encode() not in path.read_bytes(), f"token leaked into {path}"
+    assert np.array_equal(
+        np.load(smoke_run / "results/ranks/smoke-a/humaneval.npz")["rank"],
+        np.load(work / "results/ranks/smoke-a/humaneval.npz")["rank"],
+    )
