@@ -166,4 +166,6 @@ def test_sidecar_records_provenance(smoke_run):
     ):
         assert key in meta, key
     assert meta["ties"] == "ge" and meta["dtype"] == "float32" and meta["resolved_revision"].startswith("sha256:")
+    note = (smoke_run / "logs/summarize/smoke-a/humaneval.log").read_text()
+    assert "k values above |V| = 512 left out for this model: [1000, 20000, 30000]" in note
     assert (REPO / "config/smoke.yaml").exists()
