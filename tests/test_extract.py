@@ -384,3 +384,60 @@ def test_replaced_rank_file_with_matching_checksum_is_still_checked(tmp_path: Pa
     np.savez(path, **missing)
     with pytest.raises(RankFileError, match="ranks.npz"):
         load_rank_arrays(path, meta_path, verify_checksum=False)
+
+
+# ---------------------------------------------------------------- chunking, back-off, memory paths
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_chunked_head_equals_unchunked_exactly(arch: str, loaded: dict[str, tuple[Any, Any]], corpus, windows) -> None:
+    model, tok = loaded[arch]
+    whole = extract_ranks(model, corpus, windows, len(tok), batch_size=4, head_chunk=10**9)
+    for chunk in (1, 7, None):
+        part = extract_ranks(model, corpus, windows, len(tok), batch_size=4, head_chunk=chunk)
+        assert np.array_equal(part.rank, whole.rank) and np.array_equal(part.logprob, whole.logprob), chunk
+
+
+def test_out_of_memory_halves_the_batch_and_loses_nothing(loaded: dict[str, tuple[Any, Any]], corpus, windows) -> None:
+    """A forward hook makes the real backbone fail like CUDA does for batches above 2 windows."""
+    model, tok = loaded["gpt_neox"]
+    expected = extract_ranks(model, corpus, windows, len(tok), batch_size=2)
+    calls: list[int] = []
+
+    def limit(module: Any, args: tuple, kwargs: dict) -> None:
+        rows = (kwargs.get("input_ids") if kwargs.get("input_ids") is not None else args[0]).shape[0]
+        calls.append(rows)
+        if rows > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    handle = model.base_model.register_forward_pre_hook(limit, with_kwargs=True)
+    try:
+        stats: dict[str, Any] = {}
+        got = extract_ranks(model, corpus, windows, len(tok), batch_size=8, stats=stats)
+    finally:
+        handle.remove()
+    assert stats["batch_size"] == 2 and 8 in calls and 4 in calls
+    assert np.array_equal(got.rank, expected.rank) and np.array_equal(got.logprob, expected.logprob)
+
+
+def test_other_errors_are_not_swallowed(loaded: dict[str, tuple[Any, Any]], corpus, windows) -> None:
+    model, tok = loaded["gpt_neox"]
+
+    def broken(module: Any, args: tuple, kwargs: dict) -> None:
+        raise RuntimeError("CUBLAS_STATUS_EXECUTION_FAILED")
+
+    handle = model.base_model.register_forward_pre_hook(broken, with_kwargs=True)
+    try:
+        with pytest.raises(RuntimeError, match="CUBLAS"):
+            extract_ranks(model, corpus, windows, len(tok), batch_size=8)
+    finally:
+        handle.remove()
+
+
+def test_auto_head_chunk_bounds_logit_memory() -> None:
+    from rankscale.extract import HEAD_CHUNK_BYTES, auto_head_chunk
+
+    for columns in (320, 50304, 151936):
+        rows = auto_head_chunk(columns)
+        assert rows * columns * 4 <= max(HEAD_CHUNK_BYTES, 16 * columns * 4)
+    assert auto_head_chunk(151936) == 441

@@ -1,8 +1,9 @@
 """Rank extraction: every scored token's rank among the real vocabulary and its log-prob.
 
-The backbone runs once per batch of windows; hidden states of scored positions go through
-the output head in chunks of rows, each chunk reduced at once to (rank, log-prob), so the
-full batch x length x |V| logits are never held in float32.
+The backbone runs once per batch of windows (sorted by length, so little padding); hidden
+states of scored positions go through the output head in chunks of rows, each chunk reduced
+at once to (rank, log-prob), so the full batch x length x |V| logits never exist. A batch
+that runs out of memory is retried at half the size; finished batches are kept.
 """
 
 from __future__ import annotations
@@ -21,19 +22,93 @@ from rankscale.windows import Windows
 
 log = logging.getLogger(__name__)
 
+HEAD_CHUNK_BYTES = 256 * 2**20  # float32 logits of one head chunk
+# CPU BLAS takes a matrix-vector path for 1-2 rows, whose float32 sums differ in the last bits
+# from the matrix-matrix path used for more rows; padding short chunks keeps every row's
+# logits identical however the rows are chunked (and identical to a full forward pass).
+MIN_HEAD_ROWS = 8
 
-def _head_check(
-    model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits: torch.Tensor, rows: torch.Tensor
-) -> None:
-    """Refuse models whose logits are not head(last hidden state) (e.g. soft-capped logits)."""
-    full = model(input_ids=input_ids, attention_mask=attention_mask).logits
-    expected = full.reshape(-1, full.shape[-1])[rows].float()
-    if not torch.allclose(expected, logits.float(), rtol=1e-3, atol=1e-3):
-        diff = (expected - logits.float()).abs().max().item()
+
+def auto_head_chunk(columns: int) -> int:
+    """Rows per head chunk so one chunk's float32 logits take about HEAD_CHUNK_BYTES."""
+    return max(16, HEAD_CHUNK_BYTES // (4 * columns))
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """CUDA and CPU raise typed errors; MPS and some kernels raise RuntimeError with a message."""
+    if isinstance(exc, torch.OutOfMemoryError | MemoryError):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def check_head(model: Any, input_ids: torch.Tensor) -> None:
+    """Refuse models whose logits are not output_head(last hidden state) (e.g. soft-capped logits)."""
+    probe = input_ids[:1, :32]
+    full = model(input_ids=probe).logits[0].float()
+    mine = model.get_output_embeddings()(model.base_model(input_ids=probe).last_hidden_state[0]).float()
+    tolerance = 1e-3 * max(1.0, float(full.abs().max()))
+    diff = float((full - mine).abs().max())
+    if diff > tolerance:
         raise RuntimeError(
             f"the model's logits differ from output_head(last hidden state) by {diff:.3g}; "
-            "this architecture post-processes logits and is not supported by chunked extraction"
+            "this architecture post-processes its logits, which chunked extraction does not support"
         )
+
+
+def _targets(corpus: TokenizedCorpus, windows: Windows, out_offset: np.ndarray) -> tuple[np.ndarray, ...]:
+    """doc, pos and target id of every scored token, in output order."""
+    total = int(out_offset[-1])
+    doc = np.zeros(total, dtype=np.uint32)
+    pos = np.zeros(total, dtype=np.uint32)
+    for w in range(len(windows)):
+        o, f, e = int(out_offset[w]), int(windows.score_from[w]), int(windows.end[w])
+        doc[o : o + e - f] = windows.doc[w]
+        pos[o : o + e - f] = np.arange(f, e)
+    target = corpus.ids[corpus.offsets[doc.astype(np.int64)] + pos].astype(np.uint32)
+    return doc, pos, target
+
+
+def _score_batch(
+    model: Any,
+    corpus: TokenizedCorpus,
+    windows: Windows,
+    batch: np.ndarray,
+    vocab_size: int,
+    ties: TieRule,
+    head_chunk: int,
+    device: torch.device,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Ranks and log-probs of the scored targets of `batch` windows, concatenated in batch order."""
+    lengths = windows.end[batch] - windows.start[batch]
+    width = int(lengths.max())
+    input_ids = torch.zeros((len(batch), width), dtype=torch.long)
+    attention_mask = torch.zeros((len(batch), width), dtype=torch.long)
+    rows, targets = [], []
+    for i, w in enumerate(batch.tolist()):
+        s, e, f = int(windows.start[w]), int(windows.end[w]), int(windows.score_from[w])
+        tokens = corpus.doc(int(windows.doc[w]))
+        input_ids[i, : e - s] = torch.from_numpy(tokens[s:e].astype(np.int64))
+        attention_mask[i, : e - s] = 1
+        rows.append(i * width + np.arange(f - 1 - s, e - 1 - s))  # position p predicts token p + 1
+        targets.append(tokens[f:e])
+    hidden = model.base_model(
+        input_ids=input_ids.to(device), attention_mask=attention_mask.to(device)
+    ).last_hidden_state
+    hidden = hidden.reshape(-1, hidden.shape[-1])
+    row_index = torch.from_numpy(np.concatenate(rows)).to(device)
+    tgt = torch.from_numpy(np.concatenate(targets).astype(np.int64)).to(device)
+    head = model.get_output_embeddings()
+    ranks, logprobs = [], []
+    for c in range(0, len(row_index), head_chunk):
+        idx = row_index[c : c + head_chunk]
+        n = len(idx)
+        if n < MIN_HEAD_ROWS:
+            idx = torch.cat([idx, idx[-1:].expand(MIN_HEAD_ROWS - n)])
+        logits = head(hidden[idx])[:n]
+        r, lp = rank_and_logprob(logits, tgt[c : c + head_chunk], vocab_size, ties)
+        ranks.append(r.cpu())
+        logprobs.append(lp.cpu())
+    return torch.cat(ranks).numpy(), torch.cat(logprobs).numpy()
 
 
 def extract_ranks(
@@ -43,76 +118,57 @@ def extract_ranks(
     vocab_size: int,
     ties: TieRule = "ge",
     batch_size: int = 8,
-    head_chunk: int = 4096,
+    head_chunk: int | None = None,
     progress_every_s: float = 10.0,
+    stats: dict[str, Any] | None = None,
 ) -> RankArrays:
-    """Score every target of every window; batches are formed from windows sorted by length."""
-    backbone = model.base_model
-    head = model.get_output_embeddings()
+    """Score every target of every window. `head_chunk=None` sizes head chunks automatically.
+
+    `stats`, if given, receives the batch size finally used (after any out-of-memory back-off).
+    """
     device = next(model.parameters()).device
-    n_scored = windows.n_scored
-    out_offset = np.concatenate([[0], np.cumsum(n_scored)])
+    head_chunk = head_chunk or auto_head_chunk(int(model.get_output_embeddings().weight.shape[0]))
+    out_offset = np.concatenate([[0], np.cumsum(windows.n_scored)])
     total = int(out_offset[-1])
+    doc, pos, target = _targets(corpus, windows, out_offset)
     rank = np.zeros(total, dtype=np.uint32)
     logprob = np.zeros(total, dtype=np.float32)
-    doc = np.zeros(total, dtype=np.uint32)
-    pos = np.zeros(total, dtype=np.uint32)
-    target = np.zeros(total, dtype=np.uint32)
     order = np.argsort(-(windows.end - windows.start), kind="stable")
     started = last = time.perf_counter()
-    done = 0
-    checked = False
+    done = next_window = 0
     with torch.inference_mode():
-        for b in range(0, len(order), batch_size):
-            batch = order[b : b + batch_size]
-            lengths = (windows.end[batch] - windows.start[batch]).tolist()
-            width = max(lengths)
-            input_ids = torch.zeros((len(batch), width), dtype=torch.long)
-            attention_mask = torch.zeros((len(batch), width), dtype=torch.long)
-            rows: list[np.ndarray] = []
-            targets: list[np.ndarray] = []
-            for i, w in enumerate(batch.tolist()):
-                d, s, e, f = int(windows.doc[w]), int(windows.start[w]), int(windows.end[w]), int(windows.score_from[w])
-                tokens = corpus.doc(d)
-                input_ids[i, : e - s] = torch.from_numpy(tokens[s:e].astype(np.int64))
-                attention_mask[i, : e - s] = 1
-                # hidden state at input position p predicts token p + 1
-                rows.append(i * width + np.arange(f - 1 - s, e - 1 - s))
-                targets.append(tokens[f:e])
-                o = out_offset[w]
-                doc[o : o + e - f] = d
-                pos[o : o + e - f] = np.arange(f, e)
-                target[o : o + e - f] = tokens[f:e]
-            input_ids = input_ids.to(device)
-            attention_mask = attention_mask.to(device)
-            hidden = backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-            hidden = hidden.reshape(-1, hidden.shape[-1])
-            row_index = torch.from_numpy(np.concatenate(rows)).to(device)
-            tgt = torch.from_numpy(np.concatenate(targets).astype(np.int64)).to(device)
-            ranks_b, logp_b = [], []
-            for c in range(0, len(row_index), head_chunk):
-                idx = row_index[c : c + head_chunk]
-                logits = head(hidden[idx])
-                if not checked:
-                    _head_check(model, input_ids, attention_mask, logits, idx)
-                    checked = True
-                r, lp = rank_and_logprob(logits, tgt[c : c + head_chunk], vocab_size, ties)
-                ranks_b.append(r.cpu())
-                logp_b.append(lp.cpu())
-            r_all = torch.cat(ranks_b).numpy()
-            lp_all = torch.cat(logp_b).numpy()
+        if len(order):
+            first = order[:1]
+            s, e = int(windows.start[first[0]]), int(windows.end[first[0]])
+            check_head(
+                model, torch.from_numpy(corpus.doc(int(windows.doc[first[0]]))[s:e].astype(np.int64))[None].to(device)
+            )
+        while next_window < len(order):
+            batch = order[next_window : next_window + batch_size]
+            try:
+                r, lp = _score_batch(model, corpus, windows, batch, vocab_size, ties, head_chunk, device)
+            except Exception as exc:
+                if not is_out_of_memory(exc) or batch_size == 1:
+                    raise
+                batch_size //= 2
+                log.warning("out of memory: retrying with batch size %d (finished batches are kept)", batch_size)
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
+                continue
             k = 0
             for w in batch.tolist():
-                n = int(n_scored[w])
-                o = out_offset[w]
-                rank[o : o + n] = r_all[k : k + n]
-                logprob[o : o + n] = lp_all[k : k + n]
+                o, n = int(out_offset[w]), int(windows.n_scored[w])
+                rank[o : o + n] = r[k : k + n]
+                logprob[o : o + n] = lp[k : k + n]
                 k += n
             done += k
+            next_window += len(batch)
             now = time.perf_counter()
             if now - last >= progress_every_s:
                 log.info("scored %d/%d tokens (%.0f tokens/s)", done, total, done / (now - started))
                 last = now
     elapsed = time.perf_counter() - started
     log.info("scored %d tokens in %.1f s (%.0f tokens/s)", total, elapsed, total / max(elapsed, 1e-9))
+    if stats is not None:
+        stats["batch_size"] = batch_size
     return RankArrays(rank=rank, logprob=logprob, doc=doc, pos=pos, target=target)

@@ -85,7 +85,13 @@ def load_tokenizer(source: ModelSource) -> Any:
         raise ModelLoadError(f"model {source.name!r}: could not load tokenizer: {exc}; {_hint(source, exc)}") from exc
 
 
-def load_model(source: ModelSource, dtype: str = "float32", device: str = "cpu", device_map: str | None = None) -> Any:
+def load_model(
+    source: ModelSource,
+    dtype: str = "float32",
+    device: str = "cpu",
+    device_map: str | None = None,
+    attn_implementation: str | None = None,
+) -> Any:
     """The model in eval mode on `device` (or spread by `device_map`), weights in `dtype`."""
     from transformers import AutoModelForCausalLM
 
@@ -100,6 +106,8 @@ def load_model(source: ModelSource, dtype: str = "float32", device: str = "cpu",
         kwargs["revision"] = source.revision
     if device_map:
         kwargs["device_map"] = device_map
+    if attn_implementation:
+        kwargs["attn_implementation"] = attn_implementation
     try:
         model = AutoModelForCausalLM.from_pretrained(source.location, **kwargs)
     except (OSError, ValueError) as exc:

@@ -32,7 +32,17 @@ class ConfigError(ValueError):
 # Settings that define a rank array: changing one reruns that model's extraction (DESIGN.md §2).
 IDENTITY_KEYS = ("dtype", "max_length", "stride", "max_windows_per_doc", "ties")
 # Settings that only change how fast or where extraction runs.
-RUNTIME_KEYS = ("device", "batch_size", "head_chunk", "device_map", "threads", "gpus", "mem_mb", "runtime")
+RUNTIME_KEYS = (
+    "device",
+    "batch_size",
+    "head_chunk",
+    "device_map",
+    "attn_implementation",
+    "threads",
+    "gpus",
+    "mem_mb",
+    "runtime",
+)
 
 
 @dataclass(frozen=True)

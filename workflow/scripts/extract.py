@@ -14,7 +14,7 @@ import torch
 import transformers
 
 from rankscale import __version__
-from rankscale.extract import extract_ranks
+from rankscale.extract import auto_head_chunk, extract_ranks
 from rankscale.logs import setup_logging
 from rankscale.models import (
     check_window_fits,
@@ -41,7 +41,13 @@ vocab_size = len(tokenizer)
 if tokenizer_fingerprint(tokenizer) != token_meta["tokenizer_sha256"]:
     raise ValueError(f"{snakemake.input.tokens}: tokenized with a different tokenizer than model {plan.name!r} uses")
 device = resolve_device(runtime.get("device") or "auto")
-model = load_model(plan.source, dtype=identity["dtype"], device=str(device), device_map=runtime.get("device_map"))
+model = load_model(
+    plan.source,
+    dtype=identity["dtype"],
+    device=str(device),
+    device_map=runtime.get("device_map"),
+    attn_implementation=runtime.get("attn_implementation"),
+)
 check_window_fits(model, identity["max_length"], plan.name)
 columns = output_columns(model)
 if columns < vocab_size:
@@ -69,6 +75,7 @@ log.info(
     device,
 )
 started = time.perf_counter()
+stats: dict = {}
 arrays = extract_ranks(
     model,
     corpus,
@@ -76,7 +83,8 @@ arrays = extract_ranks(
     vocab_size,
     ties=identity["ties"],
     batch_size=runtime.get("batch_size") or 8,
-    head_chunk=runtime.get("head_chunk") or 4096,
+    head_chunk=runtime.get("head_chunk"),
+    stats=stats,
 )
 wall = time.perf_counter() - started
 meta = {
@@ -91,6 +99,7 @@ meta = {
     "output_columns": columns,
     "dataset": snakemake.wildcards.dataset,
     "tokenizer": plan.source.tokenizer_location,
+    "tokenizer_key": plan.tokenizer_key,
     "tokenizer_sha256": token_meta["tokenizer_sha256"],
     "corpus_sha256": token_meta["corpus_sha256"],
     "tokens_sha256": token_meta["sha256"],
@@ -101,6 +110,9 @@ meta = {
     "dtype": identity["dtype"],
     "device": str(device),
     "batch_size": runtime.get("batch_size"),
+    "batch_size_used": stats["batch_size"],
+    "head_chunk": runtime.get("head_chunk") or auto_head_chunk(columns),
+    "attn_implementation": getattr(model.config, "_attn_implementation", None),
     "wall_time_s": wall,
     "tokens_per_s": arrays.rank.size / max(wall, 1e-9),
     "versions": {
