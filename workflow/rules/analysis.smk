@@ -11,7 +11,7 @@ rule summarize:
         summary="results/summary/{model}/{dataset}.json",
         hist="results/summary/{model}/{dataset}.hist.npz",
     params:
-        analysis=config["analysis"],
+        analysis=ANALYSIS,
         family=lambda wc: PLAN[wc.model].family,
         identity=lambda wc: PLAN[wc.model].identity,
     log:

@@ -22,6 +22,16 @@ TOKENIZERS = tokenizer_sources(PLAN)
 LADDER = config.get("ladder")
 LADDER_SIZES = {s["name"]: s for s in LADDER["sizes"]} if LADDER else {}
 
+# every k a figure shows is on the k grid (figures read RBP_k from metrics.csv)
+ANALYSIS = {
+    **config["analysis"],
+    "k_include": sorted(
+        set(config["analysis"].get("k_include", []))
+        | set(config["figures"].get("rbp_k", []))
+        | set(config["figures"].get("large_k", []))
+    ),
+}
+
 FIGURE_NAMES = [
     "fig3_rbp1",
     "fig4_rbp_k",
