@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -37,6 +40,48 @@ def snakemake(workdir: Path, *args: str, timeout: float = 600) -> subprocess.Com
         text=True,
         timeout=timeout,
     )
+
+
+def copy_run(src: Path, dest: Path) -> Path:
+    """Copy a finished workflow directory with its metadata, keeping every modification time."""
+    shutil.copytree(src, dest, symlinks=True, copy_function=shutil.copy2)
+    return dest
+
+
+def job_key(rule: str, **wildcards: str) -> str:
+    """How `planned_jobs` names a job: 'rule' or 'rule[k=v,...]' with wildcards sorted by name."""
+    return f"{rule}[{','.join(f'{k}={v}' for k, v in sorted(wildcards.items()))}]" if wildcards else rule
+
+
+def planned_jobs(workdir: Path, *args: str) -> Counter[str]:
+    """The jobs `snakemake -n` plans, parsed from its per-job blocks and checked against its job-stats total."""
+    result = snakemake(workdir, "-n", *args)
+    text = result.stdout + result.stderr
+    assert result.returncode == 0, text[-5000:]
+    jobs: Counter[str] = Counter()
+    rule: str | None = None
+    wildcards: dict[str, str] = {}
+    for line in text.splitlines() + [""]:
+        if match := re.fullmatch(r"(?:local)?rule (\w+):", line.strip()):
+            rule, wildcards = match.group(1), {}
+        elif rule and line.strip().startswith("wildcards:"):
+            wildcards = dict(pair.split("=", 1) for pair in line.split(":", 1)[1].strip().split(", "))
+        elif rule and not line.startswith(" "):
+            jobs[job_key(rule, **wildcards)] += 1
+            rule = None
+    total = re.search(r"^total\s+(\d+)$", text, re.MULTILINE)
+    assert sum(jobs.values()) == (int(total.group(1)) if total else 0), text[-5000:]
+    return jobs
+
+
+def file_states(root: Path, *patterns: str) -> dict[str, tuple[str, int]]:
+    """SHA-256 and modification time (ns) of every file matching the glob patterns under `root`."""
+    return {
+        str(path.relative_to(root)): (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
+        for pattern in patterns
+        for path in sorted(root.glob(pattern))
+        if path.is_file()
+    }
 
 
 @pytest.fixture(scope="session")

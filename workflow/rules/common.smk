@@ -63,6 +63,24 @@ def tokenizer_input(wc):
     return [f"{LADDER_DIR}/tokenizer"] if wc.tok == "ladder" else []
 
 
+def tokenizer_params(tok):
+    """What tokenizer key `tok` loads, independent of which model lists it first.
+
+    Taking the first model's whole source would change these params (so re-tokenize, so
+    re-extract every model sharing the key) whenever that first model is removed or reordered.
+    """
+    source = TOKENIZERS[tok]
+    return {
+        "name": tok,
+        "location": source.tokenizer_location,
+        "revision": source.revision,
+        "local": source.local,
+        "tokenizer": None,
+        "trust_remote_code": source.trust_remote_code,
+        "allow_pickle": source.allow_pickle,
+    }
+
+
 def extract_inputs(wc):
     plan = PLAN[wc.model]
     inputs = {"tokens": f"results/tokens/{plan.tokenizer_key}/{wc.dataset}.npz"}

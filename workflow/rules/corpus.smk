@@ -22,7 +22,7 @@ rule tokenize:
         tokens="results/tokens/{tok}/{dataset}.npz",
         meta="results/tokens/{tok}/{dataset}.npz.json",
     params:
-        source=lambda wc: TOKENIZERS[wc.tok].__dict__,
+        source=lambda wc: tokenizer_params(wc.tok),
         add_special_tokens=config.get("tokenization", {}).get("add_special_tokens", False),
         max_scored_tokens=lambda wc: config["datasets"][wc.dataset].get("max_scored_tokens"),
     log:

@@ -17,6 +17,8 @@ rule figures:
         datasets=DATASETS,
     log:
         "logs/figures.log",
+    benchmark:
+        "results/benchmarks/figures.tsv"
     conda:
         "../../envs/analysis.yaml"
     script:

@@ -1,0 +1,143 @@
+"""What reruns when the configuration changes: exactly the models a change concerns, and nothing
+upstream of the metrics for analysis, figure and runtime settings (real Snakemake dry runs)."""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+import yaml
+
+from rankscale.plan import slug
+from tests.conftest import REPO, copy_run, file_states, job_key, planned_jobs, snakemake
+
+pytestmark = pytest.mark.slow
+
+SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+DATASETS = list(SMOKE["datasets"])
+LADDER = [s["name"] for s in SMOKE["ladder"]["sizes"]]
+LOCAL = {"name": "local-b", "family": "local", "path": "resources/ladder/models/smoke-b"}
+UPSTREAM = ("results/ranks/**/*", "results/tokens/**/*", "results/corpus/*", "resources/ladder/**/*")
+
+
+def write_config(workdir: Path, name: str, config: dict) -> tuple[str, str]:
+    (workdir / f"config/{name}.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return "--configfile", f"config/{name}.yaml"
+
+
+def with_local_model() -> dict:
+    config = copy.deepcopy(SMOKE)
+    config["models"] = [dict(LOCAL)]
+    return config
+
+
+def downstream_of(models: list[str], extract: bool = True) -> Counter[str]:
+    """Jobs that recomputing these models' rank arrays (or only their summaries) implies."""
+    jobs = Counter(job_key("summarize", model=m, dataset=d) for m in models for d in DATASETS)
+    if extract:
+        jobs.update(job_key("extract", model=m, dataset=d) for m in models for d in DATASETS)
+    return jobs + Counter(["tables", "figures", "all"])
+
+
+@pytest.fixture(scope="module")
+def local(smoke_run: Path, tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    """The smoke run plus a model given by `path:`, which brings its own tokenizer; run to completion."""
+    workdir = copy_run(smoke_run, tmp_path_factory.mktemp("incremental") / "run")
+    args = write_config(workdir, "local", with_local_model())
+    plan = planned_jobs(workdir, *args)
+    before = file_states(workdir, *UPSTREAM)
+    result = snakemake(workdir, "--cores", "2", *args)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    return SimpleNamespace(workdir=workdir, args=args, plan=plan, before=before, after=file_states(workdir, *UPSTREAM))
+
+
+def test_a_model_with_a_new_tokenizer_adds_tokenization_and_no_training(local):
+    tok = slug(LOCAL["path"])
+    expected = downstream_of([LOCAL["name"]]) + Counter(job_key("tokenize", tok=tok, dataset=d) for d in DATASETS)
+    assert local.plan == expected
+    assert all(local.after[path] == state for path, state in local.before.items())
+    assert planned_jobs(local.workdir, *local.args) == Counter()
+
+
+def local_entry(**changes: object) -> Callable[[dict], None]:
+    def mutate(config: dict) -> None:
+        config["models"][0].update(changes)
+
+    return mutate
+
+
+def setting(section: str, key: str, value: object) -> Callable[[dict], None]:
+    def mutate(config: dict) -> None:
+        config[section][key] = value
+
+    return mutate
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        pytest.param(local_entry(dtype="bfloat16"), downstream_of([LOCAL["name"]]), id="dtype"),
+        pytest.param(local_entry(max_length=32), downstream_of([LOCAL["name"]]), id="window-length"),
+        pytest.param(local_entry(ties="gt"), downstream_of([LOCAL["name"]]), id="rank-convention"),
+        pytest.param(local_entry(batch_size=4, device="cpu", threads=2), Counter(), id="runtime-only"),
+        pytest.param(
+            setting("analysis", "k_points_per_decade", 6),
+            downstream_of([*LADDER, LOCAL["name"]], extract=False),
+            id="k-grid",
+        ),
+        pytest.param(
+            setting("analysis", "emergence_N", [1, 3]), downstream_of([*LADDER, LOCAL["name"]], False), id="fit"
+        ),
+        pytest.param(setting("figures", "rbp_k", [10, 50]), Counter(["figures", "all"]), id="figures"),
+        pytest.param(
+            setting("figures", "rbp_k", [10, 20]),  # a k not yet on the grid: summaries gain it
+            downstream_of([*LADDER, LOCAL["name"]], extract=False),
+            id="figures-new-k",
+        ),
+    ],
+)
+def test_a_change_reruns_exactly_what_it_concerns(local, mutate, expected):
+    config = with_local_model()
+    mutate(config)
+    assert planned_jobs(local.workdir, *write_config(local.workdir, "variant", config)) == expected
+
+
+def test_plot_and_report_code_rerun_only_figures(local):
+    script, caption = local.workdir / "workflow/scripts/figures.py", local.workdir / "workflow/report/fig3_rbp1.rst"
+    saved = {path: path.stat() for path in (script, caption)}
+    try:
+        caption.write_text(caption.read_text() + "\nEdited caption.\n")
+        assert planned_jobs(local.workdir, *local.args) == Counter()
+        os.utime(script)  # an edit to the plotting script
+        assert planned_jobs(local.workdir, *local.args) == Counter(["figures", "all"])
+    finally:
+        for path, stat in saved.items():
+            os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+@pytest.fixture(scope="module")
+def removed(smoke_run: Path, tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    """The smoke run with its first ladder size removed from the config, rerun."""
+    workdir = copy_run(smoke_run, tmp_path_factory.mktemp("removed") / "run")
+    config = copy.deepcopy(SMOKE)
+    config["ladder"]["sizes"] = config["ladder"]["sizes"][1:]
+    args = write_config(workdir, "removed", config)
+    plan = planned_jobs(workdir, *args)
+    before = file_states(workdir, *UPSTREAM)
+    result = snakemake(workdir, "--cores", "2", *args)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    return SimpleNamespace(workdir=workdir, plan=plan, before=before, after=file_states(workdir, *UPSTREAM))
+
+
+def test_removing_a_model_reruns_only_tables_and_figures(removed):
+    """Removing the first model must not change the shared tokenizer's params (and so every array)."""
+    assert removed.plan == Counter(["tables", "figures", "all"])
+    assert removed.after == removed.before
+    metrics = pd.read_csv(removed.workdir / "results/tables/metrics.csv")
+    assert set(metrics["model"]) == set(LADDER[1:])

@@ -1,0 +1,112 @@
+"""What DVC tracks and when a pulled rank array counts as current (no DVC or Snakemake runs here)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from rankscale.plan import build_plan
+from rankscale.share import ShareError, dvc_stages, load_config, sidecar_mismatches, write_dvc_yaml
+from tests.conftest import REPO
+
+SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+
+
+def smoke_with(models: list[dict]) -> dict:
+    config = copy.deepcopy(SMOKE)
+    config["models"] = models
+    return config
+
+
+@pytest.mark.filterwarnings("ignore:family 'h' has only")
+def test_one_stage_per_model_plus_shared_inputs():
+    config = smoke_with([{"name": "hub-1.4b", "family": "h", "hub_id": "org/m-1.4b", "revision": "abc"}])
+    stages = {s.name: s for s in dvc_stages(build_plan(config, check_paths=False), ["humaneval"], ["config/x.yaml"])}
+    assert list(stages) == [
+        "corpus",
+        "ladder",
+        "tokens-ladder",
+        "tokens-org--m-1_4b_abc",
+        "model-smoke-a",
+        "model-smoke-b",
+        "model-smoke-c",
+        "model-hub-1_4b",
+    ]
+    assert stages["model-smoke-a"].outs == ("results/ranks/smoke-a", "resources/ladder/models/smoke-a")
+    assert stages["model-hub-1_4b"].outs == ("results/ranks/hub-1.4b",)  # weights stay on the hub
+    assert "results/tokens/org--m-1.4b@abc" in stages["model-hub-1_4b"].deps
+    assert stages["model-smoke-a"].cmd == (
+        "snakemake --cores all results/ranks/smoke-a/humaneval.npz --configfile config/x.yaml"
+    )
+
+
+def test_stage_names_that_collide_are_refused():
+    config = smoke_with([{"name": n, "family": "h", "hub_id": "org/m"} for n in ("m.1", "m_1")])
+    with pytest.raises(ShareError, match="m_1"):
+        dvc_stages(build_plan(config, check_paths=False), ["humaneval"], [])
+
+
+def test_dvc_yaml_outputs_persist(tmp_path):
+    stages = dvc_stages(build_plan(SMOKE, check_paths=False), ["humaneval"], [])
+    write_dvc_yaml(tmp_path / "dvc.yaml", stages)
+    written = yaml.safe_load((tmp_path / "dvc.yaml").read_text())["stages"]
+    assert written["model-smoke-b"]["outs"] == [
+        {"results/ranks/smoke-b": {"persist": True}},
+        {"resources/ladder/models/smoke-b": {"persist": True}},
+    ]
+
+
+def test_partial_config_files_override_the_default(tmp_path):
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config/config.yaml").write_text(yaml.safe_dump(SMOKE))
+    (tmp_path / "extra.yaml").write_text(yaml.safe_dump({"extraction": {"ties": "gt"}}))
+    assert load_config([], tmp_path) == SMOKE
+    config = load_config(["extra.yaml"], tmp_path)
+    assert config["extraction"]["ties"] == "gt" and config["datasets"] == SMOKE["datasets"]
+
+
+def test_config_files_merge_like_snakemake(tmp_path):
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump(SMOKE))
+    (tmp_path / "b.yaml").write_text(
+        yaml.safe_dump({"ladder": {"sizes": [{"name": "x"}]}, "extraction": {"ties": "gt"}})
+    )
+    config = load_config(["a.yaml", "b.yaml"], tmp_path)
+    assert config["ladder"]["sizes"] == [{"name": "x"}]  # lists are replaced
+    assert config["ladder"]["train"] == SMOKE["ladder"]["train"]  # dicts are merged
+    assert config["extraction"]["ties"] == "gt" and config["extraction"]["dtype"] == "float32"
+
+
+def sidecar(**changes: object) -> dict:
+    meta = {
+        "location": "resources/ladder/models/smoke-a",
+        "revision": None,
+        "tokenizer": "resources/ladder/tokenizer",
+        "dtype": "float32",
+        "ties": "ge",
+        "windows": {"max_length": 64, "stride": None, "max_windows_per_doc": None},
+        "tokens_sha256": "t1",
+    }
+    meta.update(changes)
+    return meta
+
+
+@pytest.mark.parametrize(
+    ("meta", "tokens", "problem"),
+    [
+        (sidecar(), {"sha256": "t1"}, None),
+        (sidecar(dtype="bfloat16"), {"sha256": "t1"}, "dtype: array has 'bfloat16', config says 'float32'"),
+        (sidecar(windows={"max_length": 32}), {"sha256": "t1"}, "max_length: array has 32, config says 64"),
+        (sidecar(location="elsewhere"), {"sha256": "t1"}, "location: array has 'elsewhere'"),
+        (sidecar(), {"sha256": "t2"}, "different token windows"),
+        (sidecar(), None, "token file is missing"),
+    ],
+)
+def test_pulled_arrays_must_match_the_config(meta, tokens, problem):
+    plan = build_plan(SMOKE, check_paths=False)["smoke-a"]
+    problems = sidecar_mismatches(meta, plan, tokens)
+    if problem is None:
+        assert problems == []
+    else:
+        assert any(problem in p for p in problems), problems

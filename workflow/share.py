@@ -1,0 +1,18 @@
+"""Share rank arrays through DVC: `track` (then git commit, dvc push), `pull` / `restore` in a clone.
+
+    python workflow/share.py track   [--configfile FILE ...]
+    python workflow/share.py pull    [--configfile FILE ...] [-r REMOTE]
+    python workflow/share.py restore [--configfile FILE ...]
+
+Run from the repository root. README: "Adding models and sharing rank arrays (DVC)".
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # the package, installed or not
+
+from rankscale.share import main
+
+if __name__ == "__main__":
+    sys.exit(main())
