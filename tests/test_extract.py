@@ -440,4 +440,4 @@ def test_auto_head_chunk_bounds_logit_memory() -> None:
     for columns in (320, 50304, 151936):
         rows = auto_head_chunk(columns)
         assert rows * columns * 4 <= max(HEAD_CHUNK_BYTES, 16 * columns * 4)
-    assert auto_head_chunk(151936) == 441
+    assert auto_head_chunk(151936) == 110

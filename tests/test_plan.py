@@ -19,6 +19,8 @@ def smoke_config() -> dict:
 def test_ladder_and_external_models_resolve(smoke_config, tmp_path):
     config = copy.deepcopy(smoke_config)
     (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "config.json").write_text("{}")
+    (tmp_path / "ckpt" / "model.safetensors").write_bytes(b"")
     config["models"] = [
         {"name": "local-one", "family": "mine", "path": str(tmp_path / "ckpt"), "dtype": "bfloat16", "batch_size": 3},
         {"name": "hub-one", "family": "mine", "hub_id": "EleutherAI/pythia-70m", "revision": "step1000"},
