@@ -21,6 +21,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 def check(npz: Path) -> tuple[int, int, float]:
     """Return (tokens, rank mismatches, max |log-prob difference|) for one rank array."""
     meta = json.loads(npz.with_suffix(".json").read_text())
+    # float32 sums depend on how BLAS splits work over threads: use the extraction's count
+    torch.set_num_threads(int(meta.get("threads", torch.get_num_threads())))
     arrays = np.load(npz)
     model = AutoModelForCausalLM.from_pretrained(meta["location"], dtype=torch.float32).eval()
     vocab = len(AutoTokenizer.from_pretrained(meta["tokenizer"]))

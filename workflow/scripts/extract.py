@@ -111,6 +111,7 @@ meta = {
     "device": str(device),
     "batch_size": runtime.get("batch_size"),
     "batch_size_used": stats["batch_size"],
+    "threads": torch.get_num_threads(),
     "head_chunk": runtime.get("head_chunk") or auto_head_chunk(columns),
     "attn_implementation": getattr(model.config, "_attn_implementation", None),
     "wall_time_s": wall,
