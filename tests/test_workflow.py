@@ -48,7 +48,9 @@ def test_metrics_are_sane(smoke_run):
     assert rbp["value"].between(0, 1).all()
     for (model, dataset), group in rbp.groupby(["model", "dataset"]):
         group = group.sort_values("k")
-        assert list(group["k"]) == k_grid(512), (model, dataset)
+        # the analysis grid plus every k a figure shows (smoke figures.large_k: 200, 400, 512)
+        assert list(group["k"]) == k_grid(512, include=[1, 10, 50, 100, 1000, 20000, 30000, 200, 400, 512])
+        assert {200, 400}.issubset(set(group["k"])), (model, dataset)
         assert len(group) >= 40
         assert np.all(np.diff(group["value"].to_numpy()) >= 0), "RBP_k must not decrease with k"
         assert group["value"].iloc[-1] == 1.0, "RBP_|V| is 1"
