@@ -315,20 +315,20 @@ def near_tie_explained(
 
     Band: [#{lp > lp_t + NEAR_TIE} + 1, #{lp >= lp_t - NEAR_TIE}] on the naive float32 log-probs.
     """
-    want = set(mismatched.tolist())
     explained = 0
     with torch.inference_mode():
         for b in batches:
             hit = np.flatnonzero(np.isin(b.out, mismatched))
-            if not hit.size or not want:
+            if not hit.size:
                 continue
+            index = torch.from_numpy(hit).to(b.rows.device)
             logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask).logits
             lp = torch.log_softmax(logits[..., :vocab_size].float(), dim=-1).reshape(-1, vocab_size)
-            rows = lp[b.rows[hit]]
-            t = rows.gather(1, b.targets[hit][:, None])
+            rows = lp[b.rows[index]]
+            t = rows.gather(1, b.targets[index][:, None])
             lo = (rows > t + NEAR_TIE).sum(1) + 1
             hi = (rows >= t - NEAR_TIE).sum(1)
-            r = torch.from_numpy(ours[b.out[hit]].astype(np.int64))
+            r = torch.from_numpy(ours[b.out[hit]].astype(np.int64)).to(lo.device)
             explained += int(((r >= lo) & (r <= hi)).sum())
     return explained
 
