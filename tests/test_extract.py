@@ -441,3 +441,34 @@ def test_auto_head_chunk_bounds_logit_memory() -> None:
         rows = auto_head_chunk(columns)
         assert rows * columns * 4 <= max(HEAD_CHUNK_BYTES, 16 * columns * 4)
     assert auto_head_chunk(151936) == 110
+
+
+class Float32Head(torch.nn.Module):
+    """A reference for `head_dtype=float32`: the model's own backbone, a float32 copy of its head."""
+
+    def __init__(self, model: Any) -> None:
+        super().__init__()
+        self.model = model
+        head = model.get_output_embeddings()
+        self.weight = head.weight.detach().float()
+        self.bias = None if head.bias is None else head.bias.detach().float()
+
+    def forward(self, input_ids: torch.Tensor) -> Any:
+        from types import SimpleNamespace
+
+        hidden = self.model.base_model(input_ids=input_ids).last_hidden_state
+        return SimpleNamespace(logits=torch.nn.functional.linear(hidden.float(), self.weight, self.bias))
+
+
+def test_bfloat16_model_gets_a_float32_head(model_dirs: dict[str, Path], corpus: TokenizedCorpus, windows) -> None:
+    model = load_model(source(model_dirs, "gpt_neox"), dtype="bfloat16")
+    vocab = len(load_tokenizer(source(model_dirs, "gpt_neox")))
+    fp32_head = extract_ranks(model, corpus, windows, vocab, batch_size=1)  # the default head_dtype
+    assert_matches_reference(fp32_head, reference(Float32Head(model), corpus, windows, vocab))
+    native = extract_ranks(model, corpus, windows, vocab, batch_size=1, head_dtype=None)
+    bf16 = reference(model, corpus, windows, vocab)
+    np.testing.assert_array_equal(native.rank, bf16["rank"])  # batch 1: the same bfloat16 logits
+    # bfloat16 logits (8-bit mantissa) tie with the target where float32 ones do not
+    tied = native.rank > extract_ranks(model, corpus, windows, vocab, ties="gt", batch_size=1, head_dtype=None).rank
+    untied = fp32_head.rank > extract_ranks(model, corpus, windows, vocab, ties="gt", batch_size=1).rank
+    assert tied.mean() > 0.05 and untied.sum() == 0, (tied.mean(), untied.sum())

@@ -32,7 +32,7 @@ def test_ladder_and_external_models_resolve(smoke_config, tmp_path):
     assert plans["hub-one"].identity["dtype"] == "float32"  # the global default
     assert plans["hub-one"].tokenizer_key == slug("EleutherAI/pythia-70m@step1000") == "EleutherAI--pythia-70m@step1000"
     # runtime settings are not part of what a rank array depends on
-    assert "batch_size" not in plans["local-one"].identity_params()
+    assert "batch_size" not in plans["local-one"].identity_params("d")
 
 
 @pytest.mark.parametrize(

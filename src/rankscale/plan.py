@@ -21,6 +21,7 @@ import yaml
 
 from rankscale.corpus import PACKAGED
 from rankscale.models import ModelSource
+from rankscale.windows import WINDOW_KEYS
 
 LADDER_DIR = "resources/ladder"
 
@@ -30,7 +31,7 @@ class ConfigError(ValueError):
 
 
 # Settings that define a rank array: changing one reruns that model's extraction (DESIGN.md §2).
-IDENTITY_KEYS = ("dtype", "max_length", "stride", "max_windows_per_doc", "ties")
+IDENTITY_KEYS = ("dtype", "head_dtype", "max_length", "stride", "max_windows_per_doc", "ties")
 # Settings that only change how fast or where extraction runs.
 RUNTIME_KEYS = (
     "device",
@@ -55,14 +56,24 @@ class ModelPlan:
     identity: dict[str, Any] = field(default_factory=dict)
     runtime: dict[str, Any] = field(default_factory=dict)
     expected_size: int | None = None  # published S, checked against the loaded model
+    expected_vocab: int | None = None  # published len(tokenizer), checked at extraction
+    dataset_windows: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-dataset window overrides
 
-    def identity_params(self) -> dict[str, Any]:
+    def identity_for(self, dataset: str) -> dict[str, Any]:
+        """The settings a rank array on `dataset` is computed with (the dataset's windows win)."""
+        return {**self.identity, **self.dataset_windows.get(dataset, {})}
+
+    def windows_for(self, dataset: str) -> dict[str, Any]:
+        identity = self.identity_for(dataset)
+        return {k: identity[k] for k in WINDOW_KEYS}
+
+    def identity_params(self, dataset: str) -> dict[str, Any]:
         """Everything a rank array depends on, as Snakemake params (a change reruns extraction)."""
         return {
             "location": self.source.location,
             "revision": self.source.revision,
             "tokenizer": self.source.tokenizer_location,
-            **self.identity,
+            **self.identity_for(dataset),
         }
 
 
@@ -221,11 +232,11 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str,
             raise ConfigError(f"{where}.family: model {name!r} has no family (needed to group models for fits)")
         source, tok_key = _source(entry, where, check_paths)
         identity = _merged(defaults, entry, IDENTITY_KEYS)
-        length, stride = identity["max_length"], identity["stride"]
-        if length is None or int(length) < 2:
-            raise ConfigError(f"{where}.max_length: window length must be >= 2, got {length!r}")
-        if stride is not None and not 1 <= int(stride) < int(length):
-            raise ConfigError(f"{where}.stride: {stride!r} must be in 1..max_length-1 = {int(length) - 1}")
+        identity["head_dtype"] = identity["head_dtype"] or "float32"
+        _check_windows(identity, where)
+        windows = dataset_windows(config)
+        for dataset, override in windows.items():
+            _check_windows({**identity, **override}, f"datasets.{dataset}.windows (model {name!r})")
         plans[name] = ModelPlan(
             name=name,
             family=str(entry["family"]),
@@ -235,11 +246,30 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str,
             identity=identity,
             runtime=_merged(defaults, entry, RUNTIME_KEYS),
             expected_size=entry.get("S"),
+            expected_vocab=entry.get("vocab_size"),
+            dataset_windows=windows,
         )
     if not plans:
         raise ConfigError("models: the configuration lists no models (ladder.sizes and models are both empty)")
     _warn_small_families(plans)
     return plans
+
+
+def dataset_windows(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Window settings fixed by dataset entries (e.g. the authors' one 512-token window per document)."""
+    return {
+        name: {k: v for k, v in spec["windows"].items() if k in WINDOW_KEYS}
+        for name, spec in config.get("datasets", {}).items()
+        if spec.get("windows")
+    }
+
+
+def _check_windows(identity: Mapping[str, Any], where: str) -> None:
+    length, stride = identity["max_length"], identity["stride"]
+    if length is None or int(length) < 2:
+        raise ConfigError(f"{where}.max_length: window length must be >= 2, got {length!r}")
+    if stride is not None and not 1 <= int(stride) < int(length):
+        raise ConfigError(f"{where}.stride: {stride!r} must be in 1..max_length-1 = {int(length) - 1}")
 
 
 def _merged(defaults: Mapping[str, Any], entry: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:

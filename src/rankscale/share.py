@@ -107,7 +107,7 @@ def snakemake_cmd(config_files: Sequence[str], targets: Sequence[str]) -> str:
 
 def dvc_stages(plans: Mapping[str, ModelPlan], datasets: Sequence[str], config_files: Sequence[str]) -> list[Stage]:
     """Every stage for this plan: shared inputs first, then one per model."""
-    corpus = tuple(f"results/corpus/{d}.jsonl" for d in datasets)
+    corpus = tuple(f"results/corpus/{d}.{ext}" for d in datasets for ext in ("jsonl", "json"))
     ladder = (f"{LADDER_DIR}/train_corpus.jsonl", f"{LADDER_DIR}/tokenizer")
     stages = [Stage("corpus", snakemake_cmd(config_files, corpus), corpus)]
     if any(p.ladder for p in plans.values()):
@@ -148,6 +148,7 @@ def sidecar_identity(meta: Mapping[str, Any]) -> dict[str, Any]:
         "revision": meta.get("revision"),
         "tokenizer": meta.get("tokenizer"),
         "dtype": meta.get("dtype"),
+        "head_dtype": meta.get("head_dtype"),
         "ties": meta.get("ties"),
         **{k: windows.get(k) for k in ("max_length", "stride", "max_windows_per_doc")},
     }
@@ -155,7 +156,7 @@ def sidecar_identity(meta: Mapping[str, Any]) -> dict[str, Any]:
 
 def sidecar_mismatches(meta: Mapping[str, Any], plan: ModelPlan, tokens_meta: Mapping[str, Any] | None) -> list[str]:
     """Why a pulled rank array does not belong to this configuration (empty: it does)."""
-    expected = plan.identity_params()
+    expected = plan.identity_params(str(meta.get("dataset")))
     recorded = sidecar_identity(meta)
     problems = [
         f"{key}: array has {recorded[key]!r}, config says {expected[key]!r}"

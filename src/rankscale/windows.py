@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# How documents are cut into windows; a dataset's `windows:` overrides them for every model.
+WINDOW_KEYS = ("max_length", "stride", "max_windows_per_doc")
+
 
 @dataclass(frozen=True)
 class WindowSpec:

@@ -13,7 +13,7 @@ rule summarize:
     params:
         analysis=ANALYSIS,
         family=lambda wc: PLAN[wc.model].family,
-        identity=lambda wc: PLAN[wc.model].identity,
+        identity=lambda wc: PLAN[wc.model].identity_for(wc.dataset),
     log:
         "logs/summarize/{model}/{dataset}.log",
     benchmark:

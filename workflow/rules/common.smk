@@ -63,6 +63,11 @@ def tokenizer_input(wc):
     return [f"{LADDER_DIR}/tokenizer"] if wc.tok == "ladder" else []
 
 
+def corpus_spec(dataset):
+    """What a corpus depends on: its entry less the settings later steps apply (so no needless rerun)."""
+    return {k: v for k, v in config["datasets"][dataset].items() if k not in ("windows", "max_scored_tokens")}
+
+
 def tokenizer_params(tok):
     """What tokenizer key `tok` loads, independent of which model lists it first.
 

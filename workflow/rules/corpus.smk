@@ -3,9 +3,10 @@
 
 rule corpus:
     output:
-        "results/corpus/{dataset}.jsonl",
+        corpus="results/corpus/{dataset}.jsonl",
+        meta="results/corpus/{dataset}.json",
     params:
-        spec=lambda wc: config["datasets"][wc.dataset],
+        spec=lambda wc: corpus_spec(wc.dataset),
     log:
         "logs/corpus/{dataset}.log",
     conda:
@@ -17,6 +18,7 @@ rule corpus:
 rule tokenize:
     input:
         corpus="results/corpus/{dataset}.jsonl",
+        corpus_meta="results/corpus/{dataset}.json",
         tokenizer=tokenizer_input,
     output:
         tokens="results/tokens/{tok}/{dataset}.npz",

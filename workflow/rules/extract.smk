@@ -10,7 +10,7 @@ rule extract:
         ranks="results/ranks/{model}/{dataset}.npz",
         meta="results/ranks/{model}/{dataset}.json",
     params:
-        identity=lambda wc: PLAN[wc.model].identity_params(),
+        identity=lambda wc: PLAN[wc.model].identity_params(wc.dataset),
     threads: lambda wc: runtime_setting(wc.model, "threads", 1)
     resources:
         gpu=lambda wc: runtime_setting(wc.model, "gpus", 0),

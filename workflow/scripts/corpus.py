@@ -6,15 +6,25 @@ snakemake = globals()["snakemake"]
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any environment
 
 
-from rankscale.atomic import atomic_path
-from rankscale.corpus import CorpusError, load_documents, write_jsonl
+from rankscale.atomic import atomic_path, sha256_file, write_json
+from rankscale.corpus import CorpusError, corpus_provenance, load_documents, resolve_dataset_revision, write_jsonl
 from rankscale.logs import setup_logging
 
 log = setup_logging(snakemake.log[0])
 dataset = snakemake.wildcards.dataset
-docs = load_documents(snakemake.params.spec, where=f"datasets.{dataset}")
+spec = snakemake.params.spec
+resolved = resolve_dataset_revision(spec) if spec.get("source") == "hub" else None
+docs = load_documents(spec, where=f"datasets.{dataset}", revision=resolved)
 if not docs:
     raise CorpusError(f"datasets.{dataset}: the corpus is empty after splitting and limits")
-with atomic_path(snakemake.output[0]) as tmp:
+with atomic_path(snakemake.output.corpus) as tmp:
     n = write_jsonl(docs, tmp)
-log.info("%s: %d documents, %d characters", dataset, n, sum(len(d.text) for d in docs))
+meta = {
+    "dataset": dataset,
+    **corpus_provenance(spec, resolved),
+    "documents": n,
+    "characters": sum(len(d.text) for d in docs),
+    "sha256": sha256_file(snakemake.output.corpus),
+}
+write_json(snakemake.output.meta, meta)
+log.info("%s: %d documents, %d characters, revision %s", dataset, n, meta["characters"], meta["resolved_revision"])

@@ -32,7 +32,7 @@ from rankscale.windows import WindowSpec, plan_windows
 
 log = setup_logging(snakemake.log[0])
 plan = build_plan(snakemake.config, check_paths=False)[snakemake.wildcards.model]
-identity, runtime = plan.identity, plan.runtime
+identity, runtime = plan.identity_for(snakemake.wildcards.dataset), plan.runtime
 torch.set_num_threads(snakemake.threads)
 token_meta = json.loads(open(snakemake.input.tokens + ".json").read())
 
@@ -53,6 +53,10 @@ columns = output_columns(model)
 if columns < vocab_size:
     raise ValueError(
         f"model {plan.name!r}: output layer has {columns} columns but the tokenizer has {vocab_size} tokens"
+    )
+if plan.expected_vocab is not None and plan.expected_vocab != vocab_size:
+    raise ValueError(
+        f"model {plan.name!r}: config says vocab_size = {plan.expected_vocab} but its tokenizer has {vocab_size} tokens"
     )
 params = count_parameters(model)
 if plan.expected_size is not None and plan.expected_size != params.non_embedding:
@@ -85,6 +89,7 @@ arrays = extract_ranks(
     batch_size=runtime.get("batch_size") or 8,
     head_chunk=runtime.get("head_chunk"),
     stats=stats,
+    head_dtype=torch.float32 if identity["head_dtype"] == "float32" else None,
 )
 wall = time.perf_counter() - started
 meta = {
@@ -102,12 +107,14 @@ meta = {
     "tokenizer_key": plan.tokenizer_key,
     "tokenizer_sha256": token_meta["tokenizer_sha256"],
     "corpus_sha256": token_meta["corpus_sha256"],
+    "dataset_revision": token_meta.get("dataset_revision"),
     "tokens_sha256": token_meta["sha256"],
     "windows": {k: identity[k] for k in ("max_length", "stride", "max_windows_per_doc")},
     "n_windows": len(windows),
     "n_documents": token_meta["documents"],
     "ties": identity["ties"],
     "dtype": identity["dtype"],
+    "head_dtype": identity["head_dtype"],
     "device": str(device),
     "batch_size": runtime.get("batch_size"),
     "batch_size_used": stats["batch_size"],

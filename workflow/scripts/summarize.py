@@ -11,11 +11,12 @@ from rankscale.atomic import write_json, write_npz
 from rankscale.logs import setup_logging
 from rankscale.rankfile import check_provenance, load_rank_arrays
 from rankscale.summary import summarize
+from rankscale.windows import WINDOW_KEYS
 
 log = setup_logging(snakemake.log[0])
 arrays, meta = load_rank_arrays(snakemake.input.ranks, snakemake.input.meta)
 identity = snakemake.params.identity
-windows = {k: identity[k] for k in ("max_length", "stride", "max_windows_per_doc")}
+windows = {k: identity[k] for k in WINDOW_KEYS}
 with open(snakemake.input.tokens_meta) as fh:
     check_provenance(meta, json.load(fh), windows, identity["ties"], snakemake.input.ranks)
 dropped = [k for k in snakemake.params.analysis.get("k_include", []) if k > meta["vocab_size"]]

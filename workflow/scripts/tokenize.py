@@ -6,6 +6,8 @@ snakemake = globals()["snakemake"]
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any environment
 
 
+import json
+
 from rankscale.atomic import sha256_file
 from rankscale.corpus import read_jsonl
 from rankscale.logs import setup_logging
@@ -31,6 +33,7 @@ meta = {
     "vocab_size": len(tokenizer),
     "dataset": snakemake.wildcards.dataset,
     "corpus_sha256": sha256_file(snakemake.input.corpus),
+    "dataset_revision": json.loads(open(snakemake.input.corpus_meta).read())["resolved_revision"],
     "add_special_tokens": snakemake.params.add_special_tokens,
     "max_scored_tokens": snakemake.params.max_scored_tokens,
     **counts,
