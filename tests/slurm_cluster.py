@@ -7,8 +7,9 @@ setup: a private `munged` (own key, own socket), and `slurmctld` + `slurmd` run 
 No slurmdbd: accounting storage is off, so `sacct` has nothing to query. Job status comes from
 `squeue` (the executor plugin's `status_command: squeue`), which sees finished jobs for MinJobAge
 seconds (set to an hour), and every finished job is also written to a job-completion log
-(jobcomp/filetxt) that `completed_jobs()` parses. The node advertises one GPU (a GRES whose
-device file is /dev/null), so a `--gpus=1` request is scheduled and accounted like on a GPU node.
+(jobcomp/filetxt) that `completed_jobs()` parses. The node advertises `gpus` GPUs (a GRES whose
+device files are empty stand-ins), so a `--gpus=N` request is scheduled and allocated as on a GPU
+node (no CUDA_VISIBLE_DEVICES is set: the files are not devices).
 
 Jobs must find the config too. Real clusters keep it at /etc/slurm/slurm.conf or fetch it from
 slurmctld (configless); here it is in the temporary directory, and SLURM_CONF reaches the job

@@ -349,6 +349,21 @@ def _assert_nothing_looks_complete_but_is_not(work: Path) -> None:
             assert (model / "model.safetensors").exists() and (model / "training.json").exists(), model
 
 
+def _incomplete_outputs(work: Path, config: str) -> set[str]:
+    """Outputs of the jobs `snakemake -n` would rerun because their files are marked incomplete."""
+    result = snakemake(work, "-n", "--cores", "1", "--configfile", config)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out: set[str] = set()
+    outputs: list[str] = []
+    for line in (result.stdout + result.stderr).splitlines():
+        line = line.strip()
+        if line.startswith("output:"):
+            outputs = [o.strip() for o in line.removeprefix("output:").split(",")]
+        elif line.startswith("reason:") and "Incomplete output files" in line:
+            out.update(outputs)
+    return out
+
+
 @pytest.mark.slow
 def test_kill_during_training_and_extraction_loses_only_what_ran(tmp_path: Path) -> None:
     work = copy_workflow(tmp_path / "kill")
@@ -374,6 +389,11 @@ def test_kill_during_training_and_extraction_loses_only_what_ran(tmp_path: Path)
     assert done and trained
 
     assert snakemake(work, "--unlock", "--cores", "1", "--configfile", "config/kill.yaml").returncode == 0
+    # a job killed after writing its files but before Snakemake recorded it is rightly rerun:
+    # leave out exactly the outputs Snakemake reports as incomplete (at most the jobs that ran)
+    incomplete = _incomplete_outputs(work, "config/kill.yaml")
+    assert len(incomplete) <= 4, incomplete
+    done = {p: m for p, m in done.items() if str(p.relative_to(work)) not in incomplete}
     result = _run(work, config="config/kill.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
     for path, mtime in {**done, **trained}.items():
