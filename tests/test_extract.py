@@ -24,7 +24,7 @@ from rankscale.ladder import train_tokenizer
 from rankscale.models import ModelLoadError, ModelSource, load_model, load_tokenizer, output_columns
 from rankscale.params import count_parameters
 from rankscale.rankfile import RankArrays, RankFileError, load_rank_arrays, save_rank_arrays
-from rankscale.tokens import TokenizedCorpus, tokenize_documents
+from rankscale.tokens import TokenizedCorpus, load_tokens, save_tokens, tokenize_documents
 from rankscale.windows import Windows, WindowSpec, plan_windows
 
 ARCHS = ("gpt_neox", "gpt2", "opt", "qwen2")
@@ -472,3 +472,33 @@ def test_bfloat16_model_gets_a_float32_head(model_dirs: dict[str, Path], corpus:
     tied = native.rank > extract_ranks(model, corpus, windows, vocab, ties="gt", batch_size=1, head_dtype=None).rank
     untied = fp32_head.rank > extract_ranks(model, corpus, windows, vocab, ties="gt", batch_size=1).rank
     assert tied.mean() > 0.05 and untied.sum() == 0, (tied.mean(), untied.sum())
+
+
+def test_target_after_an_added_bos_is_not_scored(
+    tokenizer_dir: Path, model_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    """As OPT's tokenizer does: a BOS before every document; the token after it is never a target."""
+    from tokenizers.processors import TemplateProcessing
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    base = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    backend = base.backend_tokenizer
+    eos = "<|endoftext|>"
+    backend.post_processor = TemplateProcessing(
+        single=f"{eos} $A", special_tokens=[(eos, base.convert_tokens_to_ids(eos))]
+    )
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token=eos, eos_token=eos)
+    docs = [Document(str(i), t) for i, t in enumerate(TEXTS)]
+    with_bos, counts = tokenize_documents(docs, tok, add_special_tokens=True)
+    plain, _ = tokenize_documents(docs, tok, add_special_tokens=False)
+    assert with_bos.prefix is not None and with_bos.prefix.tolist() == [1] * counts["documents"]
+    assert plain.prefix is None
+    save_tokens(with_bos, tmp_path / "t.npz", {})
+    np.testing.assert_array_equal(load_tokens(tmp_path / "t.npz").first_targets(), [2] * counts["documents"])
+    assert counts["scored_targets"] == int((with_bos.doc_lengths() - 2).sum())
+    model = load_model(source(model_dirs, "gpt2"))
+    windows = plan_windows(with_bos.doc_lengths(), SPEC, with_bos.first_targets())
+    arrays = extract_ranks(model, with_bos, windows, len(tok), batch_size=2)
+    expected = [(d, p) for d, n in enumerate(with_bos.doc_lengths()) for p in range(2, int(n))]
+    assert list(zip(arrays.doc.tolist(), arrays.pos.tolist(), strict=True)) == expected
+    assert_matches_reference(arrays, reference(model, with_bos, windows, len(tok)))

@@ -107,19 +107,23 @@ def test_plan_and_dry_run(tmp_path: Path) -> None:
     check_schema(PAPER, REPO / "config/schema.yaml")
     plans = build_plan(PAPER, check_paths=False)
     assert len(plans) == 25
+    # one tokenizer for Pythia, GPT-2 and OPT (as the authors did); each Qwen2.5 its own
     assert {p.tokenizer_key for p in plans.values()} == {
         "EleutherAI--pythia-14m",
         "openai-community--gpt2",
         "facebook--opt-125m",
-        "Qwen--Qwen2.5-0.5B",
+        *(f"Qwen--Qwen2.5-{s}@main" for s in ("0.5B", "1.5B", "3B", "7B", "14B")),
     }
     for plan in plans.values():
         for d in FULL:
             assert plan.windows_for(d) == {"max_length": 1024, "stride": 512, "max_windows_per_doc": None}
             assert plan.windows_for(f"{d}-authors") == {"max_length": 512, "stride": None, "max_windows_per_doc": 1}
-        assert plan.identity_for("wikipedia")["head_dtype"] == "float32"
+        # bfloat16 models get a float32 head; for float32 models the key is left out (no effect)
+        assert plan.identity_for("wikipedia").get("head_dtype") == (
+            "float32" if plan.identity["dtype"] == "bfloat16" else None
+        )
         assert plan.identity_params("wikipedia")["revision"] == "main"
-    # Snakemake plans the whole grid offline: 25 models x 8 datasets, 4 tokenizers x 8 datasets
+    # Snakemake plans the whole grid offline: 25 models x 8 datasets, 8 tokenizers x 8 datasets
     workdir = copy_workflow(tmp_path / "wf")
     jobs = planned_jobs(workdir, "--cores", "8", "--configfile", "config/paper.yaml")
     by_rule: dict[str, int] = {}
@@ -127,7 +131,7 @@ def test_plan_and_dry_run(tmp_path: Path) -> None:
         by_rule[key.split("[")[0]] = by_rule.get(key.split("[")[0], 0) + n
     assert by_rule == {
         "corpus": 8,
-        "tokenize": 32,
+        "tokenize": 64,
         "extract": 200,
         "summarize": 200,
         "tables": 1,
@@ -317,7 +321,7 @@ def test_paper_config_end_to_end_on_local_copies(tmp_path: Path, hub: dict[str, 
         assert corpus_meta["source"] == "hub" and corpus_meta["resolved_revision"] == "local directory"
         for model in ("tiny-16", "tiny-32"):
             meta = json.loads((workdir / f"results/ranks/{model}/{dataset}.json").read_text())
-            assert meta["dataset_revision"] == "local directory" and meta["head_dtype"] == "float32"
+            assert meta["dataset_revision"] == "local directory" and "head_dtype" not in meta  # float32 model
             assert meta["resolved_revision"].startswith("sha256:")
             arrays = np.load(workdir / f"results/ranks/{model}/{dataset}.npz")
             lengths = load_tokens(workdir / f"results/tokens/{meta['tokenizer_key']}/{dataset}.npz").doc_lengths()
@@ -337,3 +341,25 @@ def test_paper_config_end_to_end_on_local_copies(tmp_path: Path, hub: dict[str, 
     assert set(zip(metrics["model"], metrics["dataset"], strict=True)) == {
         (m, d) for m in ("tiny-16", "tiny-32") for d in config["datasets"]
     }
+
+
+def test_dataset_revision_offline_and_online(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from huggingface_hub import constants
+
+    from rankscale.corpus import CorpusError
+
+    spec = {"source": "hub", "path": "wikimedia/wikipedia", "name": "20231101.en", "revision": "main"}
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    assert resolve_dataset_revision(spec) is None  # offline, nothing cached: unknown, not invented
+    refs = tmp_path / "datasets--wikimedia--wikipedia" / "refs"
+    refs.mkdir(parents=True)
+    (refs / "main").write_text("b04c8d1ceb2f5cd4588862100d08de323dccfbaa\n")
+    assert resolve_dataset_revision(spec) == "b04c8d1ceb2f5cd4588862100d08de323dccfbaa"  # the warm cache's commit
+    # online, a failed look-up stops the corpus job instead of reading a moving branch
+    monkeypatch.delenv("HF_DATASETS_OFFLINE")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    with pytest.raises(CorpusError, match=r"datasets.wiki: could not resolve revision 'main' of hub dataset"):
+        resolve_dataset_revision(spec, "datasets.wiki")

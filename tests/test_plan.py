@@ -67,3 +67,33 @@ def test_schema_rejects_unknown_key_before_any_job(tmp_path, smoke_config):
     assert result.returncode != 0
     assert "batchsize" in result.stdout + result.stderr
     assert not (workdir / "results").exists()
+
+
+def test_pinned_model_revision_does_not_reach_a_shared_tokenizer(smoke_config):
+    config = copy.deepcopy(smoke_config)
+    commit = "a" * 40
+    config["models"] = [
+        {"name": "q-small", "family": "q", "hub_id": "Qwen/Qwen2.5-0.5B", "revision": commit},
+        {
+            "name": "q-big",
+            "family": "q",
+            "hub_id": "Qwen/Qwen2.5-7B",
+            "revision": commit,
+            "tokenizer": "Qwen/Qwen2.5-0.5B",
+        },
+        {
+            "name": "q-pin",
+            "family": "q",
+            "hub_id": "Qwen/Qwen2.5-3B",
+            "tokenizer": "Qwen/Qwen2.5-0.5B",
+            "tokenizer_revision": "b" * 40,
+        },
+    ]
+    plans = build_plan(config, check_paths=False)
+    # a model's own tokenizer follows the model's commit; a borrowed one is read at its own revision
+    assert plans["q-small"].source.tokenizer_ref == commit
+    assert plans["q-big"].source.tokenizer_ref == "main"
+    assert plans["q-pin"].source.tokenizer_ref == "b" * 40
+    assert plans["q-big"].tokenizer_key == "Qwen--Qwen2.5-0.5B"
+    assert plans["q-pin"].tokenizer_key == f"Qwen--Qwen2.5-0.5B@{'b' * 40}"
+    assert plans["q-small"].tokenizer_key == f"Qwen--Qwen2.5-0.5B@{commit}"

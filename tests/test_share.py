@@ -84,7 +84,6 @@ def sidecar(**changes: object) -> dict:
         "revision": None,
         "tokenizer": "resources/ladder/tokenizer",
         "dtype": "float32",
-        "head_dtype": "float32",
         "ties": "ge",
         "windows": {"max_length": 64, "stride": None, "max_windows_per_doc": None},
         "tokens_sha256": "t1",

@@ -86,6 +86,31 @@ def test_one_window_per_document_scores_first_targets(max_length: int) -> None:
         assert scored_targets(w, d) == list(range(1, min(n, max_length)))
 
 
+@pytest.mark.parametrize("spec", SPECS, ids=repr)
+def test_first_target_after_added_special_tokens(spec: WindowSpec) -> None:
+    """After a tokenizer-added BOS (first target 2) every later target is scored exactly once."""
+    lengths = random_lengths(4)
+    first = np.where(np.arange(len(lengths)) % 2 == 0, 2, 1)
+    w = plan_windows(lengths, spec, first)
+    assert np.all(w.end - w.start <= spec.max_length)
+    for d, (n, f) in enumerate(zip(lengths.tolist(), first.tolist(), strict=True)):
+        targets = scored_targets(w, d)
+        if min(n, spec.max_length) <= f:
+            assert targets == []
+        elif spec.max_windows_per_doc is None:
+            assert sorted(targets) == list(range(f, n))
+        else:
+            assert targets == list(range(f, f + len(targets))) and len(targets) == len(set(targets))
+    # with first target 1 everywhere, the same windows as without the argument
+    plain, same = plan_windows(lengths, spec), plan_windows(lengths, spec, np.ones(len(lengths), dtype=int))
+    for a, b in zip(
+        (plain.doc, plain.start, plain.end, plain.score_from),
+        (same.doc, same.start, same.end, same.score_from),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_plan_windows_empty_and_short() -> None:
     w = plan_windows(np.array([0, 1, 1]), WindowSpec(max_length=4, stride=2))
     assert len(w) == 0 and w.doc.shape == (0,)

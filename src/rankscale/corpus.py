@@ -79,9 +79,7 @@ def stdlib_documents() -> Iterator[Document]:
         yield Document(f"stdlib:{rel.as_posix()}", text)
 
 
-def get_field(
-    record: Mapping[str, Any], field: str, where: str, list_separators: Sequence[str] = ("\n",)
-) -> str:
+def get_field(record: Mapping[str, Any], field: str, where: str, list_separators: Sequence[str] = ("\n",)) -> str:
     """Text at a dotted `field` path; lists are joined with `list_separators` by nesting depth.
 
     HotpotQA's `context.sentences` is a list of paragraphs, each a list of sentences that
@@ -144,24 +142,40 @@ def is_commit(revision: str | None) -> bool:
     return bool(revision) and re.fullmatch(r"[0-9a-f]{40}", str(revision)) is not None
 
 
-def resolve_dataset_revision(spec: Mapping[str, Any]) -> str | None:
+def resolve_dataset_revision(spec: Mapping[str, Any], where: str = "dataset") -> str | None:
     """The commit a hub dataset's `revision` (default: main) points at now; None for local directories.
 
     Loading then uses this commit, so the recorded revision is the one read even if the
-    branch moves while the corpus streams. Offline (HF_HUB_OFFLINE) the branch cannot be
-    resolved; the corpus's own SHA-256 still identifies the text.
+    branch moves while the corpus streams. Offline (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE) the
+    commit comes from the local hub cache's refs, or is None (the corpus's SHA-256 still
+    identifies the text); online, a failed look-up is an error rather than a silent read of
+    whatever the branch holds.
     """
-    path, revision = str(spec["path"]), spec.get("revision")
+    path, revision = str(spec["path"]), spec.get("revision") or "main"
     if Path(path).exists():
         return None
     if is_commit(revision):
         return str(revision)
-    try:
-        from huggingface_hub import HfApi
+    if _offline():
+        from huggingface_hub import constants
 
-        return HfApi().dataset_info(path, revision=revision or "main").sha
-    except Exception:  # offline, gated, or no such repo: load_dataset reports the real problem
-        return None
+        ref = Path(constants.HF_HUB_CACHE) / f"datasets--{path.replace('/', '--')}" / "refs" / revision
+        return ref.read_text().strip() if ref.is_file() else None
+    from huggingface_hub import HfApi
+
+    try:
+        return HfApi().dataset_info(path, revision=revision).sha
+    except Exception as exc:  # network, gated, no such repo or revision
+        raise CorpusError(
+            f"{where}: could not resolve revision {revision!r} of hub dataset {path!r} ({exc}); "
+            "check the id and revision, or set HF_DATASETS_OFFLINE=1 to read a warm cache"
+        ) from exc
+
+
+def _offline() -> bool:
+    import os
+
+    return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
 
 
 def corpus_provenance(spec: Mapping[str, Any], resolved: str | None) -> dict[str, Any]:

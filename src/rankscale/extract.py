@@ -44,8 +44,9 @@ def is_out_of_memory(exc: BaseException) -> bool:
 def check_head(model: Any, input_ids: torch.Tensor) -> None:
     """Refuse models whose logits are not output_head(last hidden state) (e.g. soft-capped logits)."""
     probe = input_ids[:1, :32]
-    full = model(input_ids=probe).logits[0].float()
-    mine = model.get_output_embeddings()(model.base_model(input_ids=probe).last_hidden_state[0]).float()
+    full = model(input_ids=probe).logits[0].float().cpu()  # with device_map, devices differ: compare on CPU
+    hidden = model.base_model(input_ids=probe).last_hidden_state[0]
+    mine = model.get_output_embeddings()(hidden).float().cpu()
     tolerance = 1e-3 * max(1.0, float(full.abs().max()))
     diff = float((full - mine).abs().max())
     if diff > tolerance:
@@ -95,8 +96,8 @@ def _score_batch(
     hidden = model.base_model(
         input_ids=input_ids.to(device), attention_mask=attention_mask.to(device)
     ).last_hidden_state
-    hidden = hidden.reshape(-1, hidden.shape[-1])
-    row_index = torch.from_numpy(np.concatenate(rows)).to(device)
+    hidden = hidden.reshape(-1, hidden.shape[-1])  # on the last layer's device under device_map
+    row_index = torch.from_numpy(np.concatenate(rows)).to(hidden.device)
     tgt = torch.from_numpy(np.concatenate(targets).astype(np.int64)).to(device)
     ranks, logprobs = [], []
     for c in range(0, len(row_index), head_chunk):
@@ -119,6 +120,11 @@ def output_head(model: Any, head_dtype: torch.dtype | None) -> Any:
     artificial ties at the cost of one float32 |V| x d matrix.
     """
     head = model.get_output_embeddings()
+    if head.weight.device.type == "meta":
+        raise RuntimeError(
+            "the output head was offloaded (device_map put it on CPU/disk as a meta tensor); "
+            "give the model more GPUs or memory (gpus:, mem_mb:) so the head stays on a device"
+        )
     if head_dtype is None or head.weight.dtype == head_dtype:
         return head
     weight = head.weight.detach().to(head_dtype)

@@ -29,10 +29,25 @@ class ModelSource:
     tokenizer: str | None = None  # defaults to `location`
     trust_remote_code: bool = False
     allow_pickle: bool = False
+    tokenizer_revision: str | None = None  # of a separate hub `tokenizer`; default main
 
     @property
     def tokenizer_location(self) -> str:
         return self.tokenizer or self.location
+
+    @property
+    def tokenizer_ref(self) -> str | None:
+        """The hub revision the tokenizer is read at (None for a local directory).
+
+        A model's own tokenizer comes with the model's revision; a tokenizer borrowed from
+        another repository (a family's shared tokenizer) has revisions of its own, so the
+        model's commit must not be looked up there.
+        """
+        if self.tokenizer is None:
+            return None if self.local else self.revision
+        if Path(self.tokenizer).exists() or self.tokenizer.startswith(("/", ".")):
+            return None
+        return self.tokenizer_revision or "main"
 
 
 def resolve_device(name: str) -> torch.device:
@@ -78,7 +93,7 @@ def load_tokenizer(source: ModelSource) -> Any:
     try:
         return AutoTokenizer.from_pretrained(
             source.tokenizer_location,
-            revision=None if source.local else source.revision,
+            revision=source.tokenizer_ref,
             trust_remote_code=source.trust_remote_code,
         )
     except (OSError, ValueError) as exc:

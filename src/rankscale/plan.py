@@ -191,6 +191,7 @@ def _source(entry: Mapping[str, Any], where: str, check_paths: bool) -> tuple[Mo
         "trust_remote_code": bool(entry.get("trust_remote_code", False)),
         "allow_pickle": bool(entry.get("allow_pickle", False)),
     }
+    tok_rev = {"tokenizer_revision": entry.get("tokenizer_revision")}
     if entry.get("ladder"):
         location = f"{LADDER_DIR}/models/{name}"
         return ModelSource(name=name, location=location, local=True, tokenizer=f"{LADDER_DIR}/tokenizer"), "ladder"
@@ -203,15 +204,25 @@ def _source(entry: Mapping[str, Any], where: str, check_paths: bool) -> tuple[Mo
             tokenizer = entry.get("tokenizer")
             if tokenizer and tokenizer.startswith(("/", ".")) and not Path(tokenizer).exists():
                 raise ConfigError(f"{where}.tokenizer: {tokenizer!r} does not exist")
-        source = ModelSource(name=name, location=path, local=True, tokenizer=entry.get("tokenizer"), **flags)
-        return source, slug(entry.get("tokenizer") or path)
+        source = ModelSource(
+            name=name, location=path, local=True, tokenizer=entry.get("tokenizer"), **flags, **tok_rev
+        )
+        return source, _tokenizer_key(source)
     if entry.get("hub_id"):
         revision = entry.get("revision", "main")
         source = ModelSource(
-            name=name, location=entry["hub_id"], revision=revision, tokenizer=entry.get("tokenizer"), **flags
+            name=name, location=entry["hub_id"], revision=revision, tokenizer=entry.get("tokenizer"), **flags, **tok_rev
         )
-        return source, slug(entry["tokenizer"]) if entry.get("tokenizer") else slug(f"{entry['hub_id']}@{revision}")
+        return source, _tokenizer_key(source)
     raise ConfigError(f"{where}: model {name!r} needs `hub_id` (with optional `revision`) or `path`")
+
+
+def _tokenizer_key(source: ModelSource) -> str:
+    """Models whose tokenizers load from the same place at the same revision share one key."""
+    if source.tokenizer is None:
+        return slug(source.location) if source.local else slug(f"{source.location}@{source.revision}")
+    ref = source.tokenizer_ref
+    return slug(source.tokenizer if ref in (None, "main") else f"{source.tokenizer}@{ref}")
 
 
 def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str, ModelPlan]:
@@ -232,7 +243,12 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str,
             raise ConfigError(f"{where}.family: model {name!r} has no family (needed to group models for fits)")
         source, tok_key = _source(entry, where, check_paths)
         identity = _merged(defaults, entry, IDENTITY_KEYS)
-        identity["head_dtype"] = identity["head_dtype"] or "float32"
+        # the head dtype only matters below float32; leaving it out for float32 models keeps
+        # their arrays (and Snakemake params) identical to those computed before it existed
+        if identity["dtype"] == "float32":
+            del identity["head_dtype"]
+        else:
+            identity["head_dtype"] = identity["head_dtype"] or "float32"
         _check_windows(identity, where)
         windows = dataset_windows(config)
         for dataset, override in windows.items():

@@ -148,7 +148,7 @@ def sidecar_identity(meta: Mapping[str, Any]) -> dict[str, Any]:
         "revision": meta.get("revision"),
         "tokenizer": meta.get("tokenizer"),
         "dtype": meta.get("dtype"),
-        "head_dtype": meta.get("head_dtype"),
+        **({"head_dtype": meta["head_dtype"]} if "head_dtype" in meta else {}),
         "ties": meta.get("ties"),
         **{k: windows.get(k) for k in ("max_length", "stride", "max_windows_per_doc")},
     }
@@ -159,9 +159,9 @@ def sidecar_mismatches(meta: Mapping[str, Any], plan: ModelPlan, tokens_meta: Ma
     expected = plan.identity_params(str(meta.get("dataset")))
     recorded = sidecar_identity(meta)
     problems = [
-        f"{key}: array has {recorded[key]!r}, config says {expected[key]!r}"
-        for key in recorded
-        if key in expected and recorded[key] != expected[key]
+        f"{key}: array has {recorded.get(key)!r}, config says {expected.get(key)!r}"
+        for key in sorted(set(recorded) | {"head_dtype"} & set(expected))
+        if recorded.get(key) != expected.get(key)
     ]
     if tokens_meta is None:
         problems.append("its token file is missing (dvc pull first)")

@@ -17,9 +17,17 @@ from rankscale.corpus import Document
 class TokenizedCorpus:
     ids: np.ndarray  # int32, all documents concatenated
     offsets: np.ndarray  # int64, n_docs + 1
+    # per document, the number of special tokens the tokenizer put before the text (e.g. OPT's
+    # BOS); None: none. The token right after them is predicted from specials alone: not scored.
+    prefix: np.ndarray | None = None
 
     def doc_lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
+
+    def first_targets(self) -> np.ndarray:
+        """First scored position of each document (see `plan_windows`)."""
+        n = len(self.offsets) - 1
+        return np.ones(n, dtype=np.int64) if self.prefix is None else self.prefix.astype(np.int64) + 1
 
     def doc(self, d: int) -> np.ndarray:
         return self.ids[self.offsets[d] : self.offsets[d + 1]]
@@ -34,36 +42,54 @@ def tokenize_documents(
     (tokens after each document's first) are available: a deterministic size cap.
     """
     pieces: list[np.ndarray] = []
+    prefixes: list[int] = []
     skipped = 0
     scored = 0
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
     for doc in docs:
         if max_scored_tokens is not None and scored >= max_scored_tokens:
             break
         ids = tokenizer(doc.text, add_special_tokens=add_special_tokens)["input_ids"]
-        if len(ids) < 2:
+        prefix = _special_prefix(ids, special) if add_special_tokens else 0
+        if len(ids) < prefix + 2:
             skipped += 1
             continue
         pieces.append(np.asarray(ids, dtype=np.int32))
-        scored += len(ids) - 1
+        prefixes.append(prefix)
+        scored += len(ids) - 1 - prefix
     lengths = np.array([len(p) for p in pieces], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     ids = np.concatenate(pieces).astype(np.int32) if pieces else np.zeros(0, dtype=np.int32)
-    return TokenizedCorpus(ids, offsets), {
+    prefix_arr = np.asarray(prefixes, dtype=np.int32) if any(prefixes) else None
+    return TokenizedCorpus(ids, offsets, prefix_arr), {
         "documents": len(pieces),
         "skipped_short_documents": skipped,
         "tokens": int(ids.size),
+        "special_prefix_tokens": int(sum(prefixes)),
+        "scored_targets": int(scored),
     }
+
+
+def _special_prefix(ids: list[int], special: set[int]) -> int:
+    n = 0
+    while n < len(ids) and ids[n] in special:
+        n += 1
+    return n
 
 
 def save_tokens(corpus: TokenizedCorpus, path: str | Path, meta: dict[str, Any]) -> None:
     """Write `<path>` (.npz) and its `<path>.json` sidecar, each atomically."""
-    write_npz(path, ids=corpus.ids, offsets=corpus.offsets)
+    arrays = {"ids": corpus.ids, "offsets": corpus.offsets}
+    if corpus.prefix is not None:  # absent when no special token was added: files stay as before
+        arrays["prefix"] = corpus.prefix
+    write_npz(path, **arrays)
     write_json(str(path) + ".json", {**meta, "sha256": sha256_file(path)})
 
 
 def load_tokens(path: str | Path) -> TokenizedCorpus:
     with np.load(path) as data:
-        return TokenizedCorpus(ids=data["ids"], offsets=data["offsets"])
+        prefix = data["prefix"] if "prefix" in data.files else None
+        return TokenizedCorpus(ids=data["ids"], offsets=data["offsets"], prefix=prefix)
 
 
 def tokenizer_fingerprint(tokenizer: Any) -> str:

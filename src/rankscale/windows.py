@@ -52,16 +52,23 @@ class Windows:
         return len(self.doc)
 
 
-def plan_windows(doc_lengths: np.ndarray, spec: WindowSpec) -> Windows:
-    """Cut documents of the given token lengths into windows (documents < 2 tokens get none)."""
+def plan_windows(doc_lengths: np.ndarray, spec: WindowSpec, first_target: np.ndarray | None = None) -> Windows:
+    """Cut documents of the given token lengths into windows.
+
+    `first_target[d]` is document d's first scored position (default 1: the first token has
+    no context; 2 after a BOS the tokenizer added, whose successor the authors never scored).
+    Documents with no position at or after it get no window.
+    """
     stride = spec.resolved_stride()
     length = spec.max_length
+    lengths = np.asarray(doc_lengths).tolist()
+    firsts = [1] * len(lengths) if first_target is None else np.asarray(first_target).tolist()
     rows: list[tuple[int, int, int, int]] = []
-    for d, n in enumerate(np.asarray(doc_lengths).tolist()):
-        if n < 2:
-            continue
+    for d, (n, first) in enumerate(zip(lengths, firsts, strict=True)):
         end = min(length, n)
-        rows.append((d, 0, end, 1))
+        if end <= first:
+            continue
+        rows.append((d, 0, end, first))
         count = 1
         while end < n and (spec.max_windows_per_doc is None or count < spec.max_windows_per_doc):
             new_end = min(end + stride, n)

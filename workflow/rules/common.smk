@@ -78,8 +78,8 @@ def tokenizer_params(tok):
     return {
         "name": tok,
         "location": source.tokenizer_location,
-        "revision": source.revision,
-        "local": source.local,
+        "revision": source.tokenizer_ref,
+        "local": source.local if source.tokenizer is None else source.tokenizer_ref is None,
         "tokenizer": None,
         "trust_remote_code": source.trust_remote_code,
         "allow_pickle": source.allow_pickle,

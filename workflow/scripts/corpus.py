@@ -13,7 +13,7 @@ from rankscale.logs import setup_logging
 log = setup_logging(snakemake.log[0])
 dataset = snakemake.wildcards.dataset
 spec = snakemake.params.spec
-resolved = resolve_dataset_revision(spec) if spec.get("source") == "hub" else None
+resolved = resolve_dataset_revision(spec, f"datasets.{dataset}") if spec.get("source") == "hub" else None
 docs = load_documents(spec, where=f"datasets.{dataset}", revision=resolved)
 if not docs:
     raise CorpusError(f"datasets.{dataset}: the corpus is empty after splitting and limits")

@@ -65,7 +65,9 @@ if plan.expected_size is not None and plan.expected_size != params.non_embedding
     )
 corpus = load_tokens(snakemake.input.tokens)
 windows = plan_windows(
-    corpus.doc_lengths(), WindowSpec(identity["max_length"], identity["stride"], identity["max_windows_per_doc"])
+    corpus.doc_lengths(),
+    WindowSpec(identity["max_length"], identity["stride"], identity["max_windows_per_doc"]),
+    corpus.first_targets(),
 )
 log.info(
     "%s on %s: %d windows, %d targets, S=%d, |V|=%d (%d output columns), device %s",
@@ -89,7 +91,7 @@ arrays = extract_ranks(
     batch_size=runtime.get("batch_size") or 8,
     head_chunk=runtime.get("head_chunk"),
     stats=stats,
-    head_dtype=torch.float32 if identity["head_dtype"] == "float32" else None,
+    head_dtype=None if identity.get("head_dtype") == "model" else torch.float32,
 )
 wall = time.perf_counter() - started
 meta = {
@@ -114,7 +116,7 @@ meta = {
     "n_documents": token_meta["documents"],
     "ties": identity["ties"],
     "dtype": identity["dtype"],
-    "head_dtype": identity["head_dtype"],
+    **({"head_dtype": identity["head_dtype"]} if "head_dtype" in identity else {}),
     "device": str(device),
     "batch_size": runtime.get("batch_size"),
     "batch_size_used": stats["batch_size"],
