@@ -204,9 +204,7 @@ def _source(entry: Mapping[str, Any], where: str, check_paths: bool) -> tuple[Mo
             tokenizer = entry.get("tokenizer")
             if tokenizer and tokenizer.startswith(("/", ".")) and not Path(tokenizer).exists():
                 raise ConfigError(f"{where}.tokenizer: {tokenizer!r} does not exist")
-        source = ModelSource(
-            name=name, location=path, local=True, tokenizer=entry.get("tokenizer"), **flags, **tok_rev
-        )
+        source = ModelSource(name=name, location=path, local=True, tokenizer=entry.get("tokenizer"), **flags, **tok_rev)
         return source, _tokenizer_key(source)
     if entry.get("hub_id"):
         revision = entry.get("revision", "main")
