@@ -97,3 +97,12 @@ def test_pinned_model_revision_does_not_reach_a_shared_tokenizer(smoke_config):
     assert plans["q-big"].tokenizer_key == "Qwen--Qwen2.5-0.5B"
     assert plans["q-pin"].tokenizer_key == f"Qwen--Qwen2.5-0.5B@{'b' * 40}"
     assert plans["q-small"].tokenizer_key == f"Qwen--Qwen2.5-0.5B@{commit}"
+
+
+def test_token_cap_with_truncated_windows_warns(smoke_config):
+    config = copy.deepcopy(smoke_config)
+    config["datasets"]["pydoc"]["windows"] = {"max_length": 32, "max_windows_per_doc": 1}
+    with pytest.warns(UserWarning, match="datasets.pydoc: max_scored_tokens counts every token"):
+        plans = build_plan(config)
+    assert plans["smoke-a"].windows_for("pydoc") == {"max_length": 32, "stride": None, "max_windows_per_doc": 1}
+    assert plans["smoke-a"].windows_for("humaneval")["max_length"] == 64  # other datasets keep the model's

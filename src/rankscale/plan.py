@@ -143,6 +143,12 @@ def check_datasets(config: Mapping[str, Any], check_paths: bool = True) -> None:
     sections.update({f"ladder.corpus.{k}": v for k, v in ((config.get("ladder") or {}).get("corpus") or {}).items()})
     for where, spec in sections.items():
         source = spec.get("source")
+        if spec.get("max_scored_tokens") and (spec.get("windows") or {}).get("max_windows_per_doc"):
+            warnings.warn(
+                f"{where}: max_scored_tokens counts every token of each document, but windows.max_windows_per_doc "
+                "scores only the first windows: fewer targets than max_scored_tokens will be scored",
+                stacklevel=2,
+            )
         if source == "packaged" and spec.get("name") not in PACKAGED:
             raise ConfigError(f"{where}.name: unknown packaged corpus {spec.get('name')!r}; choose one of {PACKAGED}")
         if source in ("local", "hub") and not spec.get("path"):
