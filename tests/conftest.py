@@ -42,6 +42,16 @@ def snakemake(workdir: Path, *args: str, timeout: float = 600) -> subprocess.Com
     )
 
 
+def stop_process(proc: subprocess.Popen) -> None:
+    """Terminate a daemon a test started; kill it if it does not exit."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
 def copy_run(src: Path, dest: Path) -> Path:
     """Copy a finished workflow directory with its metadata, keeping every modification time."""
     shutil.copytree(src, dest, symlinks=True, copy_function=shutil.copy2)

