@@ -27,6 +27,6 @@ include: "workflow/rules/figures.smk"
 
 rule all:
     input:
-        TABLES,
-        FIGURES,
+        TABLE_FILES,
+        FIGURE_FILES,
     default_target: True

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,16 @@ def planned_jobs(workdir: Path, *args: str) -> Counter[str]:
     total = re.search(r"^total\s+(\d+)$", text, re.MULTILINE)
     assert sum(jobs.values()) == (int(total.group(1)) if total else 0), text[-5000:]
     return jobs
+
+
+def output_jobs(tables: Iterable[str] | None = None, figures: Iterable[str] | None = None) -> Counter[str]:
+    """Jobs of these tables and figures (every registered one by default) plus `all`."""
+    from rankscale.plots import FIGURES
+    from rankscale.tables import TABLES
+
+    jobs = Counter(job_key("table", table=t) for t in (TABLES if tables is None else tables))
+    jobs.update(job_key("figure", figure=f) for f in (FIGURES if figures is None else figures))
+    return jobs + Counter(["all"])
 
 
 def file_states(root: Path, *patterns: str) -> dict[str, tuple[str, int]]:

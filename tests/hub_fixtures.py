@@ -2,7 +2,7 @@
 
 Each function writes a directory that `datasets.load_dataset(path, name, split=...)` reads
 exactly as it reads the hub repository (README `configs:` + parquet data files), so the
-hub code path of `rankscale.corpus` runs offline on data with the real schemas:
+hub code path of `rankscale.sources.hub` runs offline on data with the real schemas:
 
 - wikimedia/wikipedia, config 20231101.en, split train: id, url, title, text
 - openai/openai_humaneval, config openai_humaneval, split test: task_id, prompt,
@@ -21,7 +21,7 @@ from typing import Any
 import datasets
 from datasets import Features, Sequence, Value
 
-from rankscale.corpus import humaneval_records
+from rankscale.sources.packaged import humaneval_records
 
 
 def _write(root: Path, config: str | None, split: str, rows: list[dict[str, Any]], features: Features) -> Path:

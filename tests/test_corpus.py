@@ -11,18 +11,10 @@ from typing import Any
 
 import pytest
 
-from rankscale.corpus import (
-    CorpusError,
-    Document,
-    get_field,
-    humaneval_documents,
-    in_heldout,
-    load_documents,
-    pydoc_documents,
-    read_jsonl,
-    stdlib_documents,
-    write_jsonl,
-)
+from rankscale.config import ConfigError
+from rankscale.corpus import CorpusError, Document, get_field, in_heldout, read_jsonl, write_jsonl
+from rankscale.sources import load_documents
+from rankscale.sources.packaged import humaneval_documents, pydoc_documents, stdlib_documents
 
 # --- packaged corpora ----------------------------------------------------------------------
 
@@ -111,9 +103,9 @@ def test_size_limits() -> None:
 def test_unknown_sources_raise() -> None:
     with pytest.raises(CorpusError, match="nope"):
         load_documents({"source": "packaged", "name": "nope"}, "datasets.x")
-    with pytest.raises(CorpusError, match="datasets.x.source"):
+    with pytest.raises(ConfigError, match="datasets.x.source: 'ftp' is not one of"):
         load_documents({"source": "ftp"}, "datasets.x")
-    with pytest.raises(CorpusError, match="split_heldout"):
+    with pytest.raises(ConfigError, match="datasets.x.split_heldout: 'test' is not one of"):
         load_documents({"source": "packaged", "name": "humaneval", "split_heldout": "test"}, "datasets.x")
 
 

@@ -280,9 +280,9 @@ def _edit_sidecar(path: Path, **changes: object) -> None:
     ("corruption", "expected"),
     [
         ("truncate", "checksum does not match its sidecar"),
-        ("window", "stale rank array, its window settings"),
-        ("tokenizer", "stale rank array, its tokenizer"),
-        ("ties", "stale rank array, its rank convention"),
+        ("window", "stale rank array (max_length: array has 32, config says 64)"),
+        ("tokenizer", "stale rank array (tokenizer: array has '000"),
+        ("ties", "stale rank array (ties: array has 'gt', config says 'ge')"),
     ],
 )
 def test_corrupted_or_stale_rank_arrays_stop_aggregation(

@@ -18,12 +18,13 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, GPT2Config, GPTNeoXConfig, OPTConfig, Qwen2Config
 
-from rankscale.corpus import Document, pydoc_documents
-from rankscale.extract import extract_ranks
+from rankscale.corpus import Document
+from rankscale.extract import ExtractionSettings, extract_ranks
 from rankscale.ladder import train_tokenizer
 from rankscale.models import ModelLoadError, ModelSource, load_model, load_tokenizer, output_columns
 from rankscale.params import count_parameters
 from rankscale.rankfile import RankArrays, RankFileError, load_rank_arrays, save_rank_arrays
+from rankscale.sources.packaged import pydoc_documents
 from rankscale.tokens import TokenizedCorpus, load_tokens, save_tokens, tokenize_documents
 from rankscale.windows import Windows, WindowSpec, plan_windows
 
@@ -218,7 +219,7 @@ def test_extract_matches_independent_reference(
 ) -> None:
     model, tokenizer = loaded[arch]
     vocab = len(tokenizer)
-    arrays = extract_ranks(model, corpus, windows, vocab, batch_size=3, head_chunk=7)
+    arrays = extract_ranks(model, corpus, windows, vocab, ExtractionSettings(batch_size=3, head_chunk=7))
     for name, dtype in (("rank", np.uint32), ("logprob", np.float32), ("doc", np.uint32), ("pos", np.uint32)):
         assert getattr(arrays, name).dtype == dtype
     assert_full_coverage(arrays, corpus)
@@ -230,7 +231,7 @@ def test_extract_matches_independent_reference(
 def test_one_window_per_document(loaded: dict[str, tuple[Any, Any]], corpus: TokenizedCorpus) -> None:
     model, tokenizer = loaded["gpt2"]
     windows = plan_windows(corpus.doc_lengths(), WindowSpec(max_length=16, max_windows_per_doc=1))
-    arrays = extract_ranks(model, corpus, windows, len(tokenizer), batch_size=2, head_chunk=5)
+    arrays = extract_ranks(model, corpus, windows, len(tokenizer), ExtractionSettings(batch_size=2, head_chunk=5))
     expected = [(d, p) for d, n in enumerate(corpus.doc_lengths()) for p in range(1, min(int(n), 16))]
     assert list(zip(arrays.doc.tolist(), arrays.pos.tolist(), strict=True)) == expected
     assert_matches_reference(arrays, reference(model, corpus, windows, len(tokenizer)))
@@ -241,8 +242,8 @@ def test_batch_size_does_not_change_results(
     arch: str, loaded: dict[str, tuple[Any, Any]], corpus: TokenizedCorpus, windows: Windows
 ) -> None:
     model, tokenizer = loaded[arch]
-    one = extract_ranks(model, corpus, windows, len(tokenizer), batch_size=1, head_chunk=4096)
-    seven = extract_ranks(model, corpus, windows, len(tokenizer), batch_size=7, head_chunk=3)
+    one = extract_ranks(model, corpus, windows, len(tokenizer), ExtractionSettings(batch_size=1, head_chunk=4096))
+    seven = extract_ranks(model, corpus, windows, len(tokenizer), ExtractionSettings(batch_size=7, head_chunk=3))
     for name in ("rank", "doc", "pos", "target"):
         np.testing.assert_array_equal(getattr(one, name), getattr(seven, name))
     # padding inside a batch may move the last float bit, never more
@@ -259,8 +260,8 @@ def test_gt_convention_with_tied_logits(model_dirs: dict[str, Path], corpus: Tok
         weight[1 : 2 * half : 2] = weight[0 : 2 * half : 2]
     partner = np.ones(vocab, dtype=bool)
     partner[2 * half :] = False  # an odd last token has no twin
-    ge = extract_ranks(model, corpus, windows, vocab, ties="ge", batch_size=4, head_chunk=6)
-    gt = extract_ranks(model, corpus, windows, vocab, ties="gt", batch_size=4, head_chunk=6)
+    ge = extract_ranks(model, corpus, windows, vocab, ExtractionSettings(ties="ge", batch_size=4, head_chunk=6))
+    gt = extract_ranks(model, corpus, windows, vocab, ExtractionSettings(ties="gt", batch_size=4, head_chunk=6))
     assert_matches_reference(ge, reference(model, corpus, windows, vocab, "ge"))
     ref_gt = reference(model, corpus, windows, vocab, "gt")
     np.testing.assert_array_equal(gt.rank, ref_gt["rank"])  # ties are exact here
@@ -275,7 +276,7 @@ def test_padded_columns_never_count(model_dirs: dict[str, Path], corpus: Tokeniz
     """Give the padded output columns an enormous bias: ranks and log-probs must not move."""
     model = load_model(source(model_dirs, "gpt_neox"))
     vocab = len(load_tokenizer(source(model_dirs, "gpt_neox")))
-    before = extract_ranks(model, corpus, windows, vocab, batch_size=4, head_chunk=9)
+    before = extract_ranks(model, corpus, windows, vocab, ExtractionSettings(batch_size=4, head_chunk=9))
     old = model.get_output_embeddings()
     new = torch.nn.Linear(D, PAD_TO, bias=True)
     with torch.no_grad():
@@ -284,7 +285,7 @@ def test_padded_columns_never_count(model_dirs: dict[str, Path], corpus: Tokeniz
         new.bias[vocab:] = 1e4
     model.set_output_embeddings(new)
     assert model(input_ids=torch.tensor([[1, 2, 3]])).logits[0, :, vocab:].min() > 1e3  # it reached the logits
-    after = extract_ranks(model, corpus, windows, vocab, batch_size=4, head_chunk=9)
+    after = extract_ranks(model, corpus, windows, vocab, ExtractionSettings(batch_size=4, head_chunk=9))
     np.testing.assert_array_equal(after.rank, before.rank)
     np.testing.assert_allclose(after.logprob, before.logprob, rtol=0, atol=1e-6)
     # counting every output column would push each rank down by the padding width
@@ -392,16 +393,16 @@ def test_replaced_rank_file_with_matching_checksum_is_still_checked(tmp_path: Pa
 @pytest.mark.parametrize("arch", ARCHS)
 def test_chunked_head_equals_unchunked_exactly(arch: str, loaded: dict[str, tuple[Any, Any]], corpus, windows) -> None:
     model, tok = loaded[arch]
-    whole = extract_ranks(model, corpus, windows, len(tok), batch_size=4, head_chunk=10**9)
+    whole = extract_ranks(model, corpus, windows, len(tok), ExtractionSettings(batch_size=4, head_chunk=10**9))
     for chunk in (1, 7, None):
-        part = extract_ranks(model, corpus, windows, len(tok), batch_size=4, head_chunk=chunk)
+        part = extract_ranks(model, corpus, windows, len(tok), ExtractionSettings(batch_size=4, head_chunk=chunk))
         assert np.array_equal(part.rank, whole.rank) and np.array_equal(part.logprob, whole.logprob), chunk
 
 
 def test_out_of_memory_halves_the_batch_and_loses_nothing(loaded: dict[str, tuple[Any, Any]], corpus, windows) -> None:
     """A forward hook makes the real backbone fail like CUDA does for batches above 2 windows."""
     model, tok = loaded["gpt_neox"]
-    expected = extract_ranks(model, corpus, windows, len(tok), batch_size=2)
+    expected = extract_ranks(model, corpus, windows, len(tok), ExtractionSettings(batch_size=2))
     calls: list[int] = []
 
     def limit(module: Any, args: tuple, kwargs: dict) -> None:
@@ -413,7 +414,7 @@ def test_out_of_memory_halves_the_batch_and_loses_nothing(loaded: dict[str, tupl
     handle = model.base_model.register_forward_pre_hook(limit, with_kwargs=True)
     try:
         stats: dict[str, Any] = {}
-        got = extract_ranks(model, corpus, windows, len(tok), batch_size=8, stats=stats)
+        got = extract_ranks(model, corpus, windows, len(tok), ExtractionSettings(batch_size=8), stats=stats)
     finally:
         handle.remove()
     assert stats["batch_size"] == 2 and 8 in calls and 4 in calls
@@ -429,7 +430,7 @@ def test_other_errors_are_not_swallowed(loaded: dict[str, tuple[Any, Any]], corp
     handle = model.base_model.register_forward_pre_hook(broken, with_kwargs=True)
     try:
         with pytest.raises(RuntimeError, match="CUBLAS"):
-            extract_ranks(model, corpus, windows, len(tok), batch_size=8)
+            extract_ranks(model, corpus, windows, len(tok), ExtractionSettings(batch_size=8))
     finally:
         handle.remove()
 
@@ -463,14 +464,21 @@ class Float32Head(torch.nn.Module):
 def test_bfloat16_model_gets_a_float32_head(model_dirs: dict[str, Path], corpus: TokenizedCorpus, windows) -> None:
     model = load_model(source(model_dirs, "gpt_neox"), dtype="bfloat16")
     vocab = len(load_tokenizer(source(model_dirs, "gpt_neox")))
-    fp32_head = extract_ranks(model, corpus, windows, vocab, batch_size=1)  # the default head_dtype
+    fp32_head = extract_ranks(model, corpus, windows, vocab, ExtractionSettings(batch_size=1))  # the default head_dtype
     assert_matches_reference(fp32_head, reference(Float32Head(model), corpus, windows, vocab))
-    native = extract_ranks(model, corpus, windows, vocab, batch_size=1, head_dtype=None)
+    native = extract_ranks(model, corpus, windows, vocab, ExtractionSettings(batch_size=1, head_dtype=None))
     bf16 = reference(model, corpus, windows, vocab)
     np.testing.assert_array_equal(native.rank, bf16["rank"])  # batch 1: the same bfloat16 logits
     # bfloat16 logits (8-bit mantissa) tie with the target where float32 ones do not
-    tied = native.rank > extract_ranks(model, corpus, windows, vocab, ties="gt", batch_size=1, head_dtype=None).rank
-    untied = fp32_head.rank > extract_ranks(model, corpus, windows, vocab, ties="gt", batch_size=1).rank
+    tied = (
+        native.rank
+        > extract_ranks(
+            model, corpus, windows, vocab, ExtractionSettings(ties="gt", batch_size=1, head_dtype=None)
+        ).rank
+    )
+    untied = (
+        fp32_head.rank > extract_ranks(model, corpus, windows, vocab, ExtractionSettings(ties="gt", batch_size=1)).rank
+    )
     assert tied.mean() > 0.05 and untied.sum() == 0, (tied.mean(), untied.sum())
 
 
@@ -498,7 +506,7 @@ def test_target_after_an_added_bos_is_not_scored(
     assert counts["scored_targets"] == int((with_bos.doc_lengths() - 2).sum())
     model = load_model(source(model_dirs, "gpt2"))
     windows = plan_windows(with_bos.doc_lengths(), SPEC, with_bos.first_targets())
-    arrays = extract_ranks(model, with_bos, windows, len(tok), batch_size=2)
+    arrays = extract_ranks(model, with_bos, windows, len(tok), ExtractionSettings(batch_size=2))
     expected = [(d, p) for d, n in enumerate(with_bos.doc_lengths()) for p in range(2, int(n))]
     assert list(zip(arrays.doc.tolist(), arrays.pos.tolist(), strict=True)) == expected
     assert_matches_reference(arrays, reference(model, with_bos, windows, len(tok)))

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import scipy.stats
 
+from rankscale.laws import fit_power_law
 from rankscale.lognormal import fit_lognormal, log_pmf, sample_discrete_lognormal
 from rankscale.metrics import rank_histogram
-from rankscale.powerlaw import fit_power_law
 
 SIZES = np.array([1.9e7, 8.5e7, 3.0e8, 8.1e8, 1.2e9, 2.5e9, 6.4e9, 1.1e10])
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from rankscale.plan import slug
-from tests.conftest import REPO, copy_run, file_states, job_key, planned_jobs, snakemake
+from tests.conftest import REPO, copy_run, file_states, job_key, output_jobs, planned_jobs, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +42,7 @@ def downstream_of(models: list[str], extract: bool = True) -> Counter[str]:
     jobs = Counter(job_key("summarize", model=m, dataset=d) for m in models for d in DATASETS)
     if extract:
         jobs.update(job_key("extract", model=m, dataset=d) for m in models for d in DATASETS)
-    return jobs + Counter(["tables", "figures", "all"])
+    return jobs + output_jobs()
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,8 @@ def setting(section: str, key: str, value: object) -> Callable[[dict], None]:
         pytest.param(
             setting("analysis", "emergence_N", [1, 3]), downstream_of([*LADDER, LOCAL["name"]], False), id="fit"
         ),
-        pytest.param(setting("figures", "rbp_k", [10, 50]), Counter(["figures", "all"]), id="figures"),
+        pytest.param(setting("figures", "rbp_k", [10, 50]), output_jobs([], ["fig4_rbp_k"]), id="one-figure"),
+        pytest.param(setting("figures", "emergence_k", 100), output_jobs([], ["fig7_emergence"]), id="another-figure"),
         pytest.param(
             setting("figures", "rbp_k", [10, 20]),  # a k not yet on the grid: summaries gain it
             downstream_of([*LADDER, LOCAL["name"]], extract=False),
@@ -109,13 +110,13 @@ def test_a_change_reruns_exactly_what_it_concerns(local, mutate, expected):
 
 
 def test_plot_and_report_code_rerun_only_figures(local):
-    script, caption = local.workdir / "workflow/scripts/figures.py", local.workdir / "workflow/report/fig3_rbp1.rst"
+    script, caption = local.workdir / "workflow/scripts/figure.py", local.workdir / "workflow/report/figure.rst"
     saved = {path: path.stat() for path in (script, caption)}
     try:
         caption.write_text(caption.read_text() + "\nEdited caption.\n")
         assert planned_jobs(local.workdir, *local.args) == Counter()
-        os.utime(script)  # an edit to the plotting script
-        assert planned_jobs(local.workdir, *local.args) == Counter(["figures", "all"])
+        os.utime(script)  # an edit to the figure rule's script
+        assert planned_jobs(local.workdir, *local.args) == output_jobs([])
     finally:
         for path, stat in saved.items():
             os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
@@ -137,7 +138,31 @@ def removed(smoke_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Simple
 
 def test_removing_a_model_reruns_only_tables_and_figures(removed):
     """Removing the first model must not change the shared tokenizer's params (and so every array)."""
-    assert removed.plan == Counter(["tables", "figures", "all"])
+    assert removed.plan == output_jobs()
     assert removed.after == removed.before
     metrics = pd.read_csv(removed.workdir / "results/tables/metrics.csv")
     assert set(metrics["model"]) == set(LADDER[1:])
+
+
+def as_written_differently(value: object, ordered: bool = False) -> object:
+    """The same configuration written another way: keys reversed, integers as floats.
+
+    The order of `datasets` (the figures' columns) and `ladder.corpus` (the training text's
+    order) means something, so those two mappings keep theirs.
+    """
+    if isinstance(value, dict):
+        keys = list(value) if ordered else sorted(value, reverse=True)
+        return {k: as_written_differently(value[k], k in ("datasets", "corpus")) for k in keys}
+    if isinstance(value, list):
+        return [as_written_differently(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def test_key_order_and_number_types_rerun_nothing(local):
+    """Params are canonical: the smoke configuration with keys in another order and 1.0 for 1 plans nothing."""
+    config = as_written_differently(with_local_model())
+    text = yaml.safe_dump(config, sort_keys=False)
+    assert "max_length: 64.0" in text and text != yaml.safe_dump(with_local_model(), sort_keys=False)
+    assert planned_jobs(local.workdir, *write_config(local.workdir, "rewritten", config)) == Counter()

@@ -18,9 +18,13 @@ import pytest
 import yaml
 from transformers import AutoConfig
 
-from rankscale.corpus import corpus_provenance, humaneval_documents, load_documents, resolve_dataset_revision
+from rankscale.config import validate
 from rankscale.params import non_embedding_from_config
-from rankscale.plan import build_plan, check_schema
+from rankscale.plan import build_plan
+from rankscale.plots import FIGURES
+from rankscale.sources import load_documents, provenance, resolve_revision
+from rankscale.sources.packaged import humaneval_documents
+from rankscale.tables import TABLES
 from tests import hub_fixtures
 from tests.conftest import REPO, copy_workflow, planned_jobs
 
@@ -61,7 +65,7 @@ def test_listed_size_matches_the_architecture(name: str) -> None:
     assert entry["vocab_size"] == {"pythia": 50277, "gpt2": 50257, "opt": 50265, "qwen2.5": 151665}[entry["family"]]
     tied = arch.get("tie_word_embeddings", arch["model_type"] in ("gpt2", "opt"))
     assert (count.output_head == 0) == tied  # an untied head is not part of S
-    # closed form for pre-LayerNorm blocks with a 4d MLP and biases everywhere (DESIGN.md §1)
+    # closed form for pre-LayerNorm blocks with a 4d MLP and biases everywhere (docs/science.md)
     if arch["model_type"] in ("gpt_neox", "gpt2") or (arch["model_type"] == "opt" and arch["do_layer_norm_before"]):
         d = arch.get("hidden_size", arch.get("n_embd"))
         layers = arch.get("num_hidden_layers", arch.get("n_layer"))
@@ -69,7 +73,7 @@ def test_listed_size_matches_the_architecture(name: str) -> None:
 
 
 def test_published_sizes() -> None:
-    """S published elsewhere: Pythia in DESIGN.md §1; the others in the paper authors' parameter table."""
+    """S published elsewhere: Pythia in docs/science.md; the others in the paper authors' parameter table."""
     published = {
         "pythia-70m": 18_915_328,
         "pythia-160m": 85_056_000,
@@ -104,7 +108,7 @@ def test_runtime_settings_follow_size() -> None:
 
 
 def test_plan_and_dry_run(tmp_path: Path) -> None:
-    check_schema(PAPER, REPO / "config/schema.yaml")
+    validate(copy.deepcopy(PAPER))
     plans = build_plan(PAPER, check_paths=False)
     assert len(plans) == 25
     # one tokenizer for Pythia, GPT-2 and OPT (as the authors did); each Qwen2.5 its own
@@ -119,10 +123,8 @@ def test_plan_and_dry_run(tmp_path: Path) -> None:
             assert plan.windows_for(d) == {"max_length": 1024, "stride": 512, "max_windows_per_doc": None}
             assert plan.windows_for(f"{d}-authors") == {"max_length": 512, "stride": None, "max_windows_per_doc": 1}
         # bfloat16 models get a float32 head; for float32 models the key is left out (no effect)
-        assert plan.identity_for("wikipedia").get("head_dtype") == (
-            "float32" if plan.identity["dtype"] == "bfloat16" else None
-        )
-        assert plan.identity_params("wikipedia")["revision"] == "main"
+        assert plan.identity("wikipedia").head_dtype == ("float32" if plan.settings["dtype"] == "bfloat16" else None)
+        assert plan.identity("wikipedia").revision == "main"
     # Snakemake plans the whole grid offline: 25 models x 8 datasets, 8 tokenizers x 8 datasets
     workdir = copy_workflow(tmp_path / "wf")
     jobs = planned_jobs(workdir, "--cores", "8", "--configfile", "config/paper.yaml")
@@ -134,8 +136,8 @@ def test_plan_and_dry_run(tmp_path: Path) -> None:
         "tokenize": 64,
         "extract": 200,
         "summarize": 200,
-        "tables": 1,
-        "figures": 1,
+        "table": len(TABLES),
+        "figure": len(FIGURES),
         "all": 1,
     }
 
@@ -226,11 +228,11 @@ def test_streamed_corpora(
 
 def test_dataset_provenance(hub: dict[str, Path]) -> None:
     spec = local_entry("wikipedia", hub)
-    assert resolve_dataset_revision(spec) is None  # a local copy has no commit; its SHA-256 identifies it
-    assert corpus_provenance(spec, None)["resolved_revision"] == "local directory"
+    assert resolve_revision(spec) is None  # a local copy has no commit; its SHA-256 identifies it
+    assert provenance(spec, None)["resolved_revision"] == "local directory"
     pinned = {**PAPER["datasets"]["wikipedia"], "revision": "b04c8d1ceb2f5cd4588862100d08de323dccfbaa"}
-    assert resolve_dataset_revision(pinned) == pinned["revision"]  # a commit needs no look-up
-    record = corpus_provenance(pinned, pinned["revision"])
+    assert resolve_revision(pinned) == pinned["revision"]  # a commit needs no look-up
+    record = provenance(pinned, pinned["revision"])
     assert record == {
         "source": "hub",
         "path": "wikimedia/wikipedia",
@@ -351,15 +353,15 @@ def test_dataset_revision_offline_and_online(tmp_path: Path, monkeypatch: pytest
     spec = {"source": "hub", "path": "wikimedia/wikipedia", "name": "20231101.en", "revision": "main"}
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    assert resolve_dataset_revision(spec) is None  # offline, nothing cached: unknown, not invented
+    assert resolve_revision(spec) is None  # offline, nothing cached: unknown, not invented
     refs = tmp_path / "datasets--wikimedia--wikipedia" / "refs"
     refs.mkdir(parents=True)
     (refs / "main").write_text("b04c8d1ceb2f5cd4588862100d08de323dccfbaa\n")
-    assert resolve_dataset_revision(spec) == "b04c8d1ceb2f5cd4588862100d08de323dccfbaa"  # the warm cache's commit
+    assert resolve_revision(spec) == "b04c8d1ceb2f5cd4588862100d08de323dccfbaa"  # the warm cache's commit
     # online, a failed look-up stops the corpus job instead of reading a moving branch
     monkeypatch.delenv("HF_DATASETS_OFFLINE")
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     with pytest.raises(CorpusError, match=r"datasets.wiki: could not resolve revision 'main' of hub dataset"):
-        resolve_dataset_revision(spec, "datasets.wiki")
+        resolve_revision(spec, "datasets.wiki")

@@ -1,4 +1,4 @@
-"""Model size S = non-embedding parameters, checked against published counts (DESIGN.md §1).
+"""Model size S = non-embedding parameters, checked against published counts (docs/science.md).
 
 All models are instantiated on the meta device: no weights are allocated.
 """
@@ -40,7 +40,7 @@ def pythia_config(layers: int, d: int, heads: int, vocab: int) -> GPTNeoXConfig:
 @pytest.mark.parametrize("name", list(PYTHIA))
 def test_pythia_published_counts(name: str) -> None:
     layers, d, heads, vocab, published = PYTHIA[name]
-    assert layers * (12 * d * d + 13 * d) + 2 * d == published  # the closed form in DESIGN.md
+    assert layers * (12 * d * d + 13 * d) + 2 * d == published  # the closed form in docs/science.md
     count = non_embedding_from_config(pythia_config(layers, d, heads, vocab))
     assert count.non_embedding == published
     assert count.token_embedding == vocab * d

@@ -28,11 +28,11 @@ def test_ladder_and_external_models_resolve(smoke_config, tmp_path):
     plans = build_plan(config)
     assert list(plans) == ["smoke-a", "smoke-b", "smoke-c", "local-one", "hub-one"]
     assert plans["smoke-a"].tokenizer_key == "ladder" and plans["smoke-a"].source.local
-    assert plans["local-one"].identity["dtype"] == "bfloat16" and plans["local-one"].runtime["batch_size"] == 3
-    assert plans["hub-one"].identity["dtype"] == "float32"  # the global default
+    assert plans["local-one"].identity("d").dtype == "bfloat16" and plans["local-one"].runtime.batch_size == 3
+    assert plans["hub-one"].identity("d").dtype == "float32"  # the global default
     assert plans["hub-one"].tokenizer_key == slug("EleutherAI/pythia-70m@step1000") == "EleutherAI--pythia-70m@step1000"
     # runtime settings are not part of what a rank array depends on
-    assert "batch_size" not in plans["local-one"].identity_params("d")
+    assert "batch_size" not in plans["local-one"].identity("d").params()
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def test_ladder_and_external_models_resolve(smoke_config, tmp_path):
         ([{"name": "smoke-a", "family": "x", "hub_id": "a/b"}], "duplicate model name 'smoke-a'"),
         ([{"name": "m", "family": "x", "path": "/no/such/dir"}], "'/no/such/dir', which does not exist"),
         ([{"name": "m", "family": "x"}], "needs `hub_id`"),
-        ([{"name": "m", "family": "", "hub_id": "a/b"}], "has no family"),
+        ([{"name": "m", "family": "", "hub_id": "a/b"}], "models\\[0\\].family: '' should be non-empty"),
     ],
 )
 def test_plan_errors_name_key_and_value(smoke_config, models, message):

@@ -1,4 +1,4 @@
-"""`rank_and_logprob` against brute-force, sort-based references (DESIGN.md §1)."""
+"""`rank_and_logprob` against brute-force, sort-based references (docs/science.md)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import REPO, copy_run, file_states, job_key, planned_jobs, snakemake, stop_process
+from tests.conftest import REPO, copy_run, file_states, job_key, output_jobs, planned_jobs, snakemake, stop_process
 
 pytestmark = pytest.mark.slow
 
@@ -67,7 +67,7 @@ def extraction_or_training(jobs: Counter[str]) -> list[str]:
 def analysis_jobs(models: list[str]) -> Counter[str]:
     """What a run with every rank array present must do: summaries, tables, figures."""
     jobs = Counter(job_key("summarize", model=m, dataset=d) for m in models for d in DATASETS)
-    return jobs + Counter(["tables", "figures", "all"])
+    return jobs + output_jobs()
 
 
 def remote_objects(remote: Path) -> set[str]:
@@ -161,7 +161,7 @@ def test_adding_a_model_plans_only_that_model(grown):
     expected = Counter([job_key("ladder_train", model="smoke-d")])
     expected.update(job_key("extract", model="smoke-d", dataset=d) for d in DATASETS)
     expected.update(job_key("summarize", model="smoke-d", dataset=d) for d in DATASETS)
-    expected.update(["tables", "figures", "all"])
+    expected.update(output_jobs())
     assert grown.plan == expected
 
 

@@ -70,7 +70,7 @@ def test_profile_plans_model_resources(tmp_path: Path, monkeypatch: pytest.Monke
     result = snakemake(workdir, *args)
     assert result.returncode == 0, result.stderr[-5000:]
     jobs = [(rule, res) for rule, res in planned_resources(result.stdout + result.stderr) if rule != "all"]
-    assert {rule for rule, _ in jobs} >= {"extract", "ladder_train", "tables"}
+    assert {rule for rule, _ in jobs} >= {"extract", "ladder_train", "table"}
     for _, res in jobs:  # no partition set: the plugin takes the cluster's default one
         assert "slurm_partition" not in res and "slurm_account" not in res, res
 
@@ -80,7 +80,7 @@ def test_profile_plans_model_resources(tmp_path: Path, monkeypatch: pytest.Monke
     result = snakemake(workdir, *args)
     assert result.returncode == 0, result.stderr[-5000:]
     jobs = [(rule, res) for rule, res in planned_resources(result.stdout + result.stderr) if rule != "all"]
-    assert {rule for rule, _ in jobs} >= {"extract", "ladder_train", "tables"}
+    assert {rule for rule, _ in jobs} >= {"extract", "ladder_train", "table"}
     for rule, res in jobs:
         assert res["slurm_account"] == "proj", res
         if rule == "extract":

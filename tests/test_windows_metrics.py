@@ -7,15 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from rankscale.metrics import (
-    cross_entropy,
-    empirical_runs,
-    k_grid,
-    rank_histogram,
-    rbp_from_histogram,
-    segment_starts,
-    windows_count,
-)
+from rankscale.metrics import METRICS, empirical_runs, k_grid, rank_histogram, segment_starts, windows_count
+from rankscale.rankfile import RankArrays
+from rankscale.summary import totals
 from rankscale.windows import WindowSpec, plan_windows
 
 # --- windows -------------------------------------------------------------------------------
@@ -135,17 +129,28 @@ def test_invalid_window_spec_raises(spec: WindowSpec) -> None:
 # --- metrics -------------------------------------------------------------------------------
 
 
-def test_rbp_from_histogram_matches_direct_mean() -> None:
+def arrays_of(rank: np.ndarray, logprob: np.ndarray) -> RankArrays:
+    zeros = np.zeros(rank.size, dtype=np.uint32)
+    return RankArrays(
+        rank=rank.astype(np.uint32), logprob=logprob.astype(np.float32), doc=zeros, pos=zeros, target=zeros
+    )
+
+
+def test_rbp_from_totals_matches_direct_mean() -> None:
     rng = np.random.default_rng(0)
     vocab = 1000
     rank = np.minimum(rng.geometric(0.01, size=20_000), vocab).astype(np.uint32)
     hist = rank_histogram(rank, vocab)
     assert hist.shape == (vocab + 1,) and hist[0] == 0 and hist.sum() == rank.size
-    ks = [1, 2, 3, 10, 50, 100, 999, 1000, 5000]
-    rbp = rbp_from_histogram(hist, ks)
-    for k in ks:
-        assert rbp[k] == pytest.approx(np.mean(rank <= k), abs=1e-15)
-    assert rbp[1000] == rbp[5000] == 1.0
+    ks = [1, 2, 3, 10, 50, 100, 999, 1000]
+    sums = {key: np.asarray(v) for key, v in totals(arrays_of(rank, -np.ones(rank.size)), hist, ks).items()}
+    rbp = METRICS["rbp"].compute(sums)
+    for k, value in zip(ks, rbp, strict=True):
+        assert value == pytest.approx(np.mean(rank <= k), abs=1e-15)
+    assert rbp[-1] == 1.0
+    # replicates: totals with leading axes give one row of RBP_k per replicate
+    stacked = {key: np.stack([v, 2 * v]) for key, v in sums.items()}
+    np.testing.assert_array_equal(METRICS["rbp"].compute(stacked), np.stack([rbp, rbp]))
 
 
 def test_rank_histogram_rejects_out_of_range() -> None:
@@ -153,13 +158,11 @@ def test_rank_histogram_rejects_out_of_range() -> None:
         rank_histogram(np.array([0, 1, 2]), 10)
     with pytest.raises(ValueError):
         rank_histogram(np.array([1, 11]), 10)
-    with pytest.raises(ValueError):
-        rbp_from_histogram(np.zeros(11, dtype=np.int64), [1])
 
 
 @pytest.mark.parametrize("vocab", [4096, 50277, 151665])
 def test_k_grid(vocab: int) -> None:
-    ks = k_grid(vocab)
+    ks = k_grid(vocab, 12, [1, 10, 50, 100, 1000, 20000, 30000])
     assert len(ks) >= 40
     assert ks == sorted(set(ks)) and ks[0] == 1 and ks[-1] == vocab
     assert all(1 <= k <= vocab for k in ks)
@@ -174,20 +177,26 @@ def test_k_grid(vocab: int) -> None:
 
 
 def test_k_grid_small_vocab() -> None:
-    assert k_grid(1) == [1]
-    assert k_grid(7) == list(range(1, 8))
-    assert max(k_grid(300)) == 300 and 1000 not in k_grid(300)
+    assert k_grid(1, 12, [1]) == [1]
+    assert k_grid(7, 12, [1, 10]) == list(range(1, 8))
+    assert max(k_grid(300, 12, [1000])) == 300 and 1000 not in k_grid(300, 12, [1000])
     with pytest.raises(ValueError):
-        k_grid(0)
+        k_grid(0, 12, [])
 
 
-def test_cross_entropy() -> None:
+def test_cross_entropy_from_totals() -> None:
     rng = np.random.default_rng(1)
     logprob = -rng.exponential(2.5, size=100_001).astype(np.float32)
-    assert cross_entropy(logprob) == pytest.approx(-math.fsum(logprob.astype(np.float64)) / logprob.size, rel=1e-12)
-    assert cross_entropy(np.array([-1.0, -3.0], dtype=np.float32)) == 2.0
-    with pytest.raises(ValueError):
-        cross_entropy(np.zeros(0, dtype=np.float32))
+    rank = np.ones(logprob.size, dtype=np.uint32)
+    sums = {key: np.asarray(v) for key, v in totals(arrays_of(rank, logprob), rank_histogram(rank, 4), [1]).items()}
+    ce = METRICS["ce"].compute(sums)
+    assert ce == pytest.approx(-math.fsum(logprob.astype(np.float64)) / logprob.size, rel=1e-12)
+    assert ce == -np.mean(logprob, dtype=np.float64)  # bit for bit the float64 mean
+    two = {
+        key: np.asarray(v)
+        for key, v in totals(arrays_of(np.ones(2), np.array([-1.0, -3.0])), np.array([0, 2]), [1]).items()
+    }
+    assert METRICS["ce"].compute(two) == 2.0
 
 
 def brute_force_runs(rank: np.ndarray, doc: np.ndarray, pos: np.ndarray, k: int, n: int) -> tuple[int, int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -69,47 +70,63 @@ def _targets(corpus: TokenizedCorpus, windows: Windows, out_offset: np.ndarray) 
     return doc, pos, target
 
 
-def _score_batch(
-    model: Any,
-    corpus: TokenizedCorpus,
-    windows: Windows,
-    batch: np.ndarray,
-    vocab_size: int,
-    ties: TieRule,
-    head_chunk: int,
-    device: torch.device,
-    head: Any,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Ranks and log-probs of the scored targets of `batch` windows, concatenated in batch order."""
-    lengths = windows.end[batch] - windows.start[batch]
-    width = int(lengths.max())
-    input_ids = torch.zeros((len(batch), width), dtype=torch.long)
-    attention_mask = torch.zeros((len(batch), width), dtype=torch.long)
-    rows, targets = [], []
-    for i, w in enumerate(batch.tolist()):
-        s, e, f = int(windows.start[w]), int(windows.end[w]), int(windows.score_from[w])
-        tokens = corpus.doc(int(windows.doc[w]))
-        input_ids[i, : e - s] = torch.from_numpy(tokens[s:e].astype(np.int64))
-        attention_mask[i, : e - s] = 1
-        rows.append(i * width + np.arange(f - 1 - s, e - 1 - s))  # position p predicts token p + 1
-        targets.append(tokens[f:e])
-    hidden = model.base_model(
-        input_ids=input_ids.to(device), attention_mask=attention_mask.to(device)
-    ).last_hidden_state
-    hidden = hidden.reshape(-1, hidden.shape[-1])  # on the last layer's device under device_map
-    row_index = torch.from_numpy(np.concatenate(rows)).to(hidden.device)
-    tgt = torch.from_numpy(np.concatenate(targets).astype(np.int64)).to(device)
-    ranks, logprobs = [], []
-    for c in range(0, len(row_index), head_chunk):
-        idx = row_index[c : c + head_chunk]
-        n = len(idx)
-        if n < MIN_HEAD_ROWS:
-            idx = torch.cat([idx, idx[-1:].expand(MIN_HEAD_ROWS - n)])
-        logits = head(hidden[idx])[:n]  # with device_map the head may sit on another device
-        r, lp = rank_and_logprob(logits, tgt[c : c + head_chunk].to(logits.device), vocab_size, ties)
-        ranks.append(r.cpu())
-        logprobs.append(lp.cpu())
-    return torch.cat(ranks).numpy(), torch.cat(logprobs).numpy()
+@dataclass(frozen=True)
+class ExtractionSettings:
+    """How `extract_ranks` scores. `ties` and `head_dtype` change ranks; the rest only speed and memory.
+
+    `head_dtype`: the dtype logits are computed in (float32: exact ranks for bfloat16 models;
+    None: the model's own). `head_chunk=None` sizes head chunks automatically.
+    """
+
+    ties: TieRule = "ge"
+    head_dtype: torch.dtype | None = torch.float32
+    batch_size: int = 8
+    head_chunk: int | None = None
+    progress_every_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class _Scorer:
+    """The model, its output head and where they live: scores one batch of windows."""
+
+    model: Any
+    head: Any
+    device: torch.device
+    vocab_size: int
+    ties: TieRule
+    head_chunk: int
+
+    def score(self, corpus: TokenizedCorpus, windows: Windows, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Ranks and log-probs of the scored targets of `batch` windows, concatenated in batch order."""
+        lengths = windows.end[batch] - windows.start[batch]
+        width = int(lengths.max())
+        input_ids = torch.zeros((len(batch), width), dtype=torch.long)
+        attention_mask = torch.zeros((len(batch), width), dtype=torch.long)
+        rows, targets = [], []
+        for i, w in enumerate(batch.tolist()):
+            s, e, f = int(windows.start[w]), int(windows.end[w]), int(windows.score_from[w])
+            tokens = corpus.doc(int(windows.doc[w]))
+            input_ids[i, : e - s] = torch.from_numpy(tokens[s:e].astype(np.int64))
+            attention_mask[i, : e - s] = 1
+            rows.append(i * width + np.arange(f - 1 - s, e - 1 - s))  # position p predicts token p + 1
+            targets.append(tokens[f:e])
+        hidden = self.model.base_model(
+            input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device)
+        ).last_hidden_state
+        hidden = hidden.reshape(-1, hidden.shape[-1])  # on the last layer's device under device_map
+        row_index = torch.from_numpy(np.concatenate(rows)).to(hidden.device)
+        tgt = torch.from_numpy(np.concatenate(targets).astype(np.int64)).to(self.device)
+        ranks, logprobs = [], []
+        for c in range(0, len(row_index), self.head_chunk):
+            idx = row_index[c : c + self.head_chunk]
+            n = len(idx)
+            if n < MIN_HEAD_ROWS:
+                idx = torch.cat([idx, idx[-1:].expand(MIN_HEAD_ROWS - n)])
+            logits = self.head(hidden[idx])[:n]  # with device_map the head may sit on another device
+            r, lp = rank_and_logprob(logits, tgt[c : c + self.head_chunk].to(logits.device), self.vocab_size, self.ties)
+            ranks.append(r.cpu())
+            logprobs.append(lp.cpu())
+        return torch.cat(ranks).numpy(), torch.cat(logprobs).numpy()
 
 
 def output_head(model: Any, head_dtype: torch.dtype | None) -> Any:
@@ -137,21 +154,25 @@ def extract_ranks(
     corpus: TokenizedCorpus,
     windows: Windows,
     vocab_size: int,
-    ties: TieRule = "ge",
-    batch_size: int = 8,
-    head_chunk: int | None = None,
-    progress_every_s: float = 10.0,
+    settings: ExtractionSettings = ExtractionSettings(),
     stats: dict[str, Any] | None = None,
-    head_dtype: torch.dtype | None = torch.float32,
 ) -> RankArrays:
-    """Score every target of every window. `head_chunk=None` sizes head chunks automatically.
+    """Score every target of every window.
 
-    `stats`, if given, receives the batch size finally used (after any out-of-memory back-off).
-    `head_dtype`: the dtype logits are computed in (float32: exact ranks for bfloat16 models).
+    `stats`, if given, receives the batch size finally used (after any out-of-memory back-off)
+    and the head chunk.
     """
     device = next(model.parameters()).device
-    head = output_head(model, head_dtype)
-    head_chunk = head_chunk or auto_head_chunk(int(model.get_output_embeddings().weight.shape[0]))
+    columns = int(model.get_output_embeddings().weight.shape[0])
+    scorer = _Scorer(
+        model,
+        output_head(model, settings.head_dtype),
+        device,
+        vocab_size,
+        settings.ties,
+        settings.head_chunk or auto_head_chunk(columns),
+    )
+    batch_size = settings.batch_size
     out_offset = np.concatenate([[0], np.cumsum(windows.n_scored)])
     total = int(out_offset[-1])
     doc, pos, target = _targets(corpus, windows, out_offset)
@@ -170,7 +191,7 @@ def extract_ranks(
         while next_window < len(order):
             batch = order[next_window : next_window + batch_size]
             try:
-                r, lp = _score_batch(model, corpus, windows, batch, vocab_size, ties, head_chunk, device, head)
+                r, lp = scorer.score(corpus, windows, batch)
             except Exception as exc:
                 if not is_out_of_memory(exc) or batch_size == 1:
                     raise
@@ -188,11 +209,11 @@ def extract_ranks(
             done += k
             next_window += len(batch)
             now = time.perf_counter()
-            if now - last >= progress_every_s:
+            if now - last >= settings.progress_every_s:
                 log.info("scored %d/%d tokens (%.0f tokens/s)", done, total, done / (now - started))
                 last = now
     elapsed = time.perf_counter() - started
     log.info("scored %d tokens in %.1f s (%.0f tokens/s)", total, elapsed, total / max(elapsed, 1e-9))
     if stats is not None:
-        stats["batch_size"] = batch_size
+        stats.update(batch_size=batch_size, head_chunk=scorer.head_chunk)
     return RankArrays(rank=rank, logprob=logprob, doc=doc, pos=pos, target=target)

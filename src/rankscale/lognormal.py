@@ -1,4 +1,4 @@
-"""Discrete, truncated lognormal fit of the rank distribution (DESIGN.md §1).
+"""Discrete, truncated lognormal fit of the rank distribution (docs/science.md).
 
 P(R = r) = [F(r + 1/2) - F(r - 1/2)] / [F(|V| + 1/2) - F(1/2)] for r = 1..|V|, F the
 lognormal CDF with parameters (mu, sigma) of log R. Fitted by maximum likelihood over the

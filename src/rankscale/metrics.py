@@ -1,17 +1,98 @@
-"""RBP_k, cross-entropy and the rank histogram, computed in one pass over a rank array."""
+"""The metrics: RBP_k, cross-entropy and the rank statistics they are computed from.
+
+Each metric in `METRICS` is computed from *totals*: sums over scored tokens (`n`,
+`sum_logprob`, `hits[k]` = tokens with rank <= k). Totals of all tokens give the point
+estimate; document-weighted totals give bootstrap replicates, by the same `compute`.
+
+To add a metric: add a `Metric` to `METRICS` (its `compute` from totals, the quantity fitted
+as C S^-alpha, and axis labels). If it needs a statistic the totals lack, add it in
+`rankscale.summary.totals`. It then appears in metrics.csv and powerlaw_fits.csv, and any
+figure can plot it by name.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
-REQUIRED_K: tuple[int, ...] = (1, 10, 50, 100, 1000, 20000, 30000)
+Totals = Mapping[str, np.ndarray]  # sums over scored tokens; leading axes (if any) are replicates
 
 
-def k_grid(
-    max_k: int, points_per_decade: int = 12, include: Iterable[int] = REQUIRED_K, min_points: int = 40
-) -> list[int]:
+@dataclass(frozen=True)
+class Metric:
+    """One quantity per model x dataset (x k): how to compute it, what is fitted, how to label it."""
+
+    name: str  # metrics.csv `metric`
+    law: str  # powerlaw_fits.csv `metric`: the quantity fitted as C S^-alpha
+    per_k: bool  # one value per k of the grid (last axis of `compute`'s result)
+    compute: Callable[[Totals], np.ndarray]
+    to_law: Callable[[np.ndarray], np.ndarray]  # metric value -> fitted quantity
+    from_law: Callable[[np.ndarray], np.ndarray]  # fitted quantity -> metric value
+    law_label: str  # axis label (matplotlib mathtext) of the fitted quantity; "{k}" stands for k
+    label: str  # axis label of the metric itself
+
+    def axis_label(self, k: int | None = None, law: bool = True) -> str:
+        return (self.law_label if law else self.label).replace("{k}", str(k))
+
+
+def _rbp(totals: Totals) -> np.ndarray:
+    return np.asarray(totals["hits"], dtype=np.float64) / np.asarray(totals["n"], dtype=np.float64)[..., None]
+
+
+def _ce(totals: Totals) -> np.ndarray:
+    return -(np.asarray(totals["sum_logprob"], dtype=np.float64) / np.asarray(totals["n"], dtype=np.float64))
+
+
+def _identity(y: np.ndarray) -> np.ndarray:
+    return np.asarray(y, dtype=np.float64)
+
+
+def _neg_log(y: np.ndarray) -> np.ndarray:
+    return -np.log(np.asarray(y, dtype=np.float64))
+
+
+def _exp_neg(y: np.ndarray) -> np.ndarray:
+    return np.exp(-np.asarray(y, dtype=np.float64))
+
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric(
+            name="rbp",
+            law="neg_log_rbp",
+            per_k=True,
+            compute=_rbp,
+            to_law=_neg_log,
+            from_law=_exp_neg,
+            law_label="$-\\log \\mathrm{RBP}_{{k}}$",
+            label="$\\mathrm{RBP}_{{k}}$",
+        ),
+        Metric(
+            name="ce",
+            law="ce",
+            per_k=False,
+            compute=_ce,
+            to_law=_identity,
+            from_law=_identity,
+            law_label="cross-entropy (nats)",
+            label="cross-entropy (nats)",
+        ),
+    )
+}
+
+
+def metric_for_law(law: str) -> Metric:
+    """The metric whose fitted quantity is `law` (e.g. 'neg_log_rbp' -> rbp)."""
+    for metric in METRICS.values():
+        if metric.law == law:
+            return metric
+    raise KeyError(f"no metric fits {law!r}; known: {[m.law for m in METRICS.values()]}")
+
+
+def k_grid(max_k: int, points_per_decade: int, include: Iterable[int], min_points: int = 40) -> list[int]:
     """Log-spaced integers from 1 to `max_k` (all of 1..10, then geometric), plus `include`.
 
     Denser spacing is used where needed so the grid has at least `min_points` values
@@ -36,22 +117,6 @@ def rank_histogram(rank: np.ndarray, vocab_size: int) -> np.ndarray:
     if rank.size and (int(rank.min()) < 1 or int(rank.max()) > vocab_size):
         raise ValueError(f"ranks must lie in 1..{vocab_size}, found {int(rank.min())}..{int(rank.max())}")
     return np.bincount(rank.astype(np.int64), minlength=vocab_size + 1)
-
-
-def rbp_from_histogram(hist: np.ndarray, ks: Iterable[int]) -> dict[int, float]:
-    """RBP_k = Pr(R <= k) for each k (k beyond the vocabulary is 1 by definition)."""
-    cumulative = np.cumsum(hist)
-    n = cumulative[-1]
-    if n == 0:
-        raise ValueError("no scored tokens")
-    return {int(k): float(cumulative[min(int(k), len(hist) - 1)] / n) for k in ks}
-
-
-def cross_entropy(logprob: np.ndarray) -> float:
-    """Mean negative log-likelihood in nats, accumulated in float64."""
-    if logprob.size == 0:
-        raise ValueError("no scored tokens")
-    return float(-np.mean(logprob, dtype=np.float64))
 
 
 def segment_starts(doc: np.ndarray, pos: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Model size S: non-embedding parameters (DESIGN.md §1).
+"""Model size S: non-embedding parameters (docs/science.md).
 
 S = all parameters − token embedding − output head (when untied) − learned position
 embeddings. `PreTrainedModel.num_parameters(exclude_embeddings=True)` keeps an untied

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from rankscale.atomic import sha256_file, write_json, write_npz
+from rankscale.identity import RankIdentity
 
 
 @dataclass(frozen=True)
@@ -64,23 +65,24 @@ def load_rank_arrays(
 
 
 def check_provenance(
-    meta: dict[str, Any], tokens_meta: dict[str, Any], windows: dict[str, Any], ties: str, path: str | Path
+    meta: dict[str, Any], tokens_meta: dict[str, Any], identity: RankIdentity, path: str | Path
 ) -> None:
     """Refuse a rank array that does not score the current token windows under the current settings.
 
-    Catches stale arrays (another window length, tokenizer, corpus or rank convention) that a
-    checksum alone cannot: the file is intact, it is just not the file this analysis expects.
+    Catches stale arrays (another window length, tokenizer, corpus, dtype or rank convention)
+    that a checksum alone cannot: the file is intact, it is just not the file this analysis
+    expects. The comparison is `RankIdentity.diff`, the one `share.py` uses for pulled arrays.
     """
-    checks = {
-        "token file": (meta.get("tokens_sha256"), tokens_meta.get("sha256")),
-        "tokenizer": (meta.get("tokenizer_sha256"), tokens_meta.get("tokenizer_sha256")),
-        "corpus": (meta.get("corpus_sha256"), tokens_meta.get("corpus_sha256")),
-        "window settings": (meta.get("windows"), windows),
-        "rank convention": (meta.get("ties"), ties),
+    problems = identity.diff(RankIdentity.from_sidecar(meta))
+    hashes = {
+        "token file": ("tokens_sha256", "sha256"),
+        "tokenizer": ("tokenizer_sha256",) * 2,
+        "corpus": ("corpus_sha256",) * 2,
     }
-    for what, (recorded, expected) in checks.items():
-        if recorded != expected:
-            raise RankFileError(
-                f"{path}: stale rank array, its {what} ({recorded!r}) differs from the current one ({expected!r}); "
-                "delete it (or rerun with --forcerun extract) to recompute"
-            )
+    for what, (mine, theirs) in hashes.items():
+        if meta.get(mine) != tokens_meta.get(theirs):
+            problems.append(f"{what}: array has {meta.get(mine)!r}, current is {tokens_meta.get(theirs)!r}")
+    if problems:
+        raise RankFileError(
+            f"{path}: stale rank array ({'; '.join(problems)}); delete it (or rerun with --forcerun extract) to recompute"
+        )

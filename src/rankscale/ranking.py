@@ -1,6 +1,6 @@
 """Rank of the ground-truth token among the real vocabulary, and its log-probability.
 
-DESIGN.md §1: R = #{v : logit(v) >= logit(t)} (ties count against the model, the paper's
+docs/science.md, "Rank": R = #{v : logit(v) >= logit(t)} (ties count against the model, the paper's
 definition) or, as an option, #{v : logit(v) > logit(t)} + 1 (the authors' released code).
 Only the first `vocab_size` columns are tokens; padded output columns are ignored.
 Everything is compared and normalised in float32 whatever the model's dtype.

@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from rankscale.identity import RankIdentity
 from rankscale.plan import LADDER_DIR, ModelPlan, build_plan
 
 DEFAULT_CONFIG = "config/config.yaml"
@@ -140,29 +141,9 @@ def write_dvc_yaml(path: Path, stages: Sequence[Stage]) -> None:
     os.replace(tmp, path)
 
 
-def sidecar_identity(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """What the sidecar says the array was computed with, in `ModelPlan.identity_params` terms."""
-    windows = meta.get("windows") or {}
-    return {
-        "location": meta.get("location"),
-        "revision": meta.get("revision"),
-        "tokenizer": meta.get("tokenizer"),
-        "dtype": meta.get("dtype"),
-        **({"head_dtype": meta["head_dtype"]} if "head_dtype" in meta else {}),
-        "ties": meta.get("ties"),
-        **{k: windows.get(k) for k in ("max_length", "stride", "max_windows_per_doc")},
-    }
-
-
 def sidecar_mismatches(meta: Mapping[str, Any], plan: ModelPlan, tokens_meta: Mapping[str, Any] | None) -> list[str]:
     """Why a pulled rank array does not belong to this configuration (empty: it does)."""
-    expected = plan.identity_params(str(meta.get("dataset")))
-    recorded = sidecar_identity(meta)
-    problems = [
-        f"{key}: array has {recorded.get(key)!r}, config says {expected.get(key)!r}"
-        for key in sorted(set(recorded) | {"head_dtype"} & set(expected))
-        if recorded.get(key) != expected.get(key)
-    ]
+    problems = plan.identity(str(meta.get("dataset"))).diff(RankIdentity.from_sidecar(meta))
     if tokens_meta is None:
         problems.append("its token file is missing (dvc pull first)")
     elif meta.get("tokens_sha256") != tokens_meta.get("sha256"):

@@ -1,5 +1,6 @@
-# Cheap analysis, recomputable from rank arrays alone: per model x dataset summaries
-# (RBP_k grid, CE, rank histogram, lognormal fit, N-token runs), then the tidy tables.
+# Cheap analysis, recomputable from rank arrays alone: per model x dataset summaries (totals on
+# the k grid, rank histogram, lognormal fit, N-token runs), then one job per table of
+# rankscale.tables.TABLES.
 
 
 rule summarize:
@@ -13,7 +14,7 @@ rule summarize:
     params:
         analysis=ANALYSIS,
         family=lambda wc: PLAN[wc.model].family,
-        identity=lambda wc: PLAN[wc.model].identity_for(wc.dataset),
+        identity=lambda wc: PLAN[wc.model].identity(wc.dataset).params(),
     log:
         "logs/summarize/{model}/{dataset}.log",
     benchmark:
@@ -24,19 +25,19 @@ rule summarize:
         "../scripts/summarize.py"
 
 
-rule tables:
+rule table:
     input:
-        expand("results/summary/{model}/{dataset}.json", model=MODELS, dataset=DATASETS),
+        unpack(table_inputs),
     output:
-        metrics=report("results/tables/metrics.csv", caption="../report/metrics.rst", category="Tables"),
-        powerlaw=report("results/tables/powerlaw_fits.csv", caption="../report/powerlaw.rst", category="Tables"),
-        lognormal=report("results/tables/lognormal_fits.csv", caption="../report/lognormal.rst", category="Tables"),
-        emergence=report("results/tables/emergence.csv", caption="../report/emergence.rst", category="Tables"),
+        report("results/tables/{table}.csv", caption="../report/table.rst", category="Tables"),
+    params:
+        settings=table_settings,
+        caption=lambda wc, output: TABLES[wc.table].caption,
     log:
-        "logs/tables.log",
+        "logs/tables/{table}.log",
     benchmark:
-        "results/benchmarks/tables.tsv"
+        "results/benchmarks/tables/{table}.tsv"
     conda:
         "../../envs/analysis.yaml"
     script:
-        "../scripts/tables.py"
+        "../scripts/table.py"

@@ -1,4 +1,8 @@
-# Validate the configuration before any job starts and resolve it into a plan.
+# Validate the configuration before any job starts (filling in the schema's defaults) and resolve
+# it into a plan. Every params value is canonical (rankscale.canon.canonical): Snakemake reruns a
+# job when the repr of its params changes, so key order or 1 vs 1.0 must not show in them.
+# A params function that takes `output` is "derived" for Snakemake and never triggers a rerun:
+# runtime settings and report captions travel that way.
 
 import re
 import sys
@@ -8,10 +12,15 @@ SRC = str(Path(workflow.basedir) / "src")
 if SRC not in sys.path:
     sys.path.insert(0, SRC)
 
-from rankscale.plan import LADDER_DIR, ConfigError, build_plan, check_schema, tokenizer_sources  # noqa: E402
+from rankscale.canon import canonical  # noqa: E402
+from rankscale.config import ConfigError, validate  # noqa: E402
+from rankscale.plan import LADDER_DIR, build_plan, tokenizer_sources  # noqa: E402
+from rankscale.plots import FIGURES  # noqa: E402
+from rankscale.summary import SUMMARY_SETTINGS  # noqa: E402
+from rankscale.tables import TABLES  # noqa: E402
 
 try:
-    check_schema(config, Path(workflow.basedir) / "config/schema.yaml")
+    validate(config, Path(workflow.basedir) / "config/schema.yaml")
     PLAN = build_plan(config)
 except ConfigError as exc:
     raise WorkflowError(f"config error: {exc}") from None
@@ -22,40 +31,29 @@ TOKENIZERS = tokenizer_sources(PLAN)
 LADDER = config.get("ladder")
 LADDER_SIZES = {s["name"]: s for s in LADDER["sizes"]} if LADDER else {}
 
-# every k a figure shows is on the k grid (figures read RBP_k from metrics.csv)
-ANALYSIS = {
-    **config["analysis"],
-    "k_include": sorted(
-        set(config["analysis"].get("k_include", []))
-        | set(config["figures"].get("rbp_k", []))
-        | set(config["figures"].get("large_k", []))
-    ),
-}
+# what summaries are computed with; every k a figure shows (and every emergence k) is on the grid
+FIGURE_K = {k for f in FIGURES.values() for key in f.k_settings for k in config["figures"][key]}
+ANALYSIS = canonical(
+    {
+        **{key: config["analysis"][key] for key in SUMMARY_SETTINGS},
+        "k_include": sorted(set(config["analysis"]["k_include"]) | FIGURE_K | set(config["analysis"]["emergence_k"])),
+    }
+)
 
-FIGURE_NAMES = [
-    "fig3_rbp1",
-    "fig4_rbp_k",
-    "fig5_large_k",
-    "fig6_r2_alpha_vs_k",
-    "fig7_emergence",
-    "fig8a_ce_vs_rbp1",
-    "fig8b_rank_histogram",
-    "fig8c_mu_sigma",
-]
-TABLE_NAMES = ["metrics", "powerlaw_fits", "lognormal_fits", "emergence"]
-TABLES = expand("results/tables/{name}.csv", name=TABLE_NAMES)
-FIGURES = expand("results/figures/{name}.{ext}", name=FIGURE_NAMES, ext=["png", "pdf"])
+TABLE_FILES = expand("results/tables/{table}.csv", table=TABLES)
+FIGURE_FILES = expand("results/figures/{figure}.{ext}", figure=FIGURES, ext=["png", "pdf"])
 
 
 wildcard_constraints:
     model="|".join(map(re.escape, MODELS)),
     dataset="|".join(map(re.escape, DATASETS)),
+    table="|".join(map(re.escape, TABLES)),
+    figure="|".join(map(re.escape, FIGURES)),
     tok="[A-Za-z0-9._@-]+",
 
 
-def runtime_setting(model, key, default=None):
-    value = PLAN[model].runtime.get(key)
-    return default if value is None else value
+def runtime_setting(model, key):
+    return getattr(PLAN[model].runtime, key)
 
 
 def tokenizer_input(wc):
@@ -65,7 +63,8 @@ def tokenizer_input(wc):
 
 def corpus_spec(dataset):
     """What a corpus depends on: its entry less the settings later steps apply (so no needless rerun)."""
-    return {k: v for k, v in config["datasets"][dataset].items() if k not in ("windows", "max_scored_tokens")}
+    spec = config["datasets"][dataset]
+    return canonical({k: v for k, v in spec.items() if k not in ("windows", "max_scored_tokens")})
 
 
 def tokenizer_params(tok):
@@ -75,15 +74,17 @@ def tokenizer_params(tok):
     re-extract every model sharing the key) whenever that first model is removed or reordered.
     """
     source = TOKENIZERS[tok]
-    return {
-        "name": tok,
-        "location": source.tokenizer_location,
-        "revision": source.tokenizer_ref,
-        "local": source.local if source.tokenizer is None else source.tokenizer_ref is None,
-        "tokenizer": None,
-        "trust_remote_code": source.trust_remote_code,
-        "allow_pickle": source.allow_pickle,
-    }
+    return canonical(
+        {
+            "name": tok,
+            "location": source.tokenizer_location,
+            "revision": source.tokenizer_ref,
+            "local": source.local if source.tokenizer is None else source.tokenizer_ref is None,
+            "tokenizer": None,
+            "trust_remote_code": source.trust_remote_code,
+            "allow_pickle": source.allow_pickle,
+        }
+    )
 
 
 def extract_inputs(wc):
@@ -94,5 +95,34 @@ def extract_inputs(wc):
     return inputs
 
 
-def figure_output(name):
-    return report(f"results/figures/{name}.png", caption=f"../report/{name}.rst", category="Figures")
+def summaries(models=MODELS):
+    return expand("results/summary/{model}/{dataset}.json", model=models, dataset=DATASETS)
+
+
+def table_inputs(wc):
+    table = TABLES[wc.table]
+    return {
+        "summaries": summaries() if table.summaries else [],
+        "tables": [f"results/tables/{name}.csv" for name in table.needs],
+    }
+
+
+def table_settings(wc):
+    return canonical({key: config["analysis"][key] for key in TABLES[wc.table].settings})
+
+
+def figure_inputs(wc):
+    figure = FIGURES[wc.figure]
+    hists = expand("results/summary/{model}/{dataset}.hist.npz", model=MODELS, dataset=DATASETS)
+    return {"tables": [f"results/tables/{name}.csv" for name in figure.tables], "hists": hists if figure.hists else []}
+
+
+def figure_settings(wc):
+    figure = FIGURES[wc.figure]
+    return canonical(
+        {
+            **{key: config["figures"][key] for key in figure.settings},
+            "datasets": DATASETS,
+            "models": MODELS if figure.hists else [],
+        }
+    )

@@ -25,8 +25,8 @@ rule tokenize:
         meta="results/tokens/{tok}/{dataset}.npz.json",
     params:
         source=lambda wc: tokenizer_params(wc.tok),
-        add_special_tokens=config.get("tokenization", {}).get("add_special_tokens", False),
-        max_scored_tokens=lambda wc: config["datasets"][wc.dataset].get("max_scored_tokens"),
+        add_special_tokens=config["tokenization"]["add_special_tokens"],
+        max_scored_tokens=lambda wc: config["datasets"][wc.dataset]["max_scored_tokens"],
     log:
         "logs/tokenize/{tok}/{dataset}.log",
     conda:

@@ -1,6 +1,6 @@
-# Rank extraction: the one expensive, model-dependent step. Its params hold exactly what a
-# rank array depends on (DESIGN.md §2); runtime settings (device, batch size) are read from
-# the config inside the script so changing them never invalidates finished arrays.
+# Rank extraction: the one expensive, model-dependent step. Its `identity` params hold exactly
+# what a rank array depends on (rankscale.identity.RankIdentity); runtime settings (device,
+# batch size, ...) travel in the derived `job` params, so changing them never reruns a job.
 
 
 rule extract:
@@ -10,12 +10,13 @@ rule extract:
         ranks="results/ranks/{model}/{dataset}.npz",
         meta="results/ranks/{model}/{dataset}.json",
     params:
-        identity=lambda wc: PLAN[wc.model].identity_params(wc.dataset),
-    threads: lambda wc: runtime_setting(wc.model, "threads", 1)
+        identity=lambda wc: PLAN[wc.model].identity(wc.dataset).params(),
+        job=lambda wc, output: PLAN[wc.model].job(),
+    threads: lambda wc: runtime_setting(wc.model, "threads")
     resources:
-        gpu=lambda wc: runtime_setting(wc.model, "gpus", 0),
-        mem_mb=lambda wc: runtime_setting(wc.model, "mem_mb", 4000),
-        runtime=lambda wc: runtime_setting(wc.model, "runtime", 60),
+        gpu=lambda wc: runtime_setting(wc.model, "gpus"),
+        mem_mb=lambda wc: runtime_setting(wc.model, "mem_mb"),
+        runtime=lambda wc: runtime_setting(wc.model, "runtime"),
     log:
         "logs/extract/{model}/{dataset}.log",
     benchmark:

@@ -1,25 +1,21 @@
-# Figures mirroring the paper's, as PNG (in the report) and PDF.
+# One job per figure of rankscale.plots.FIGURES, as PNG (in the report) and PDF: changing one
+# figure's settings reruns that figure only.
 
 
-rule figures:
+rule figure:
     input:
-        metrics="results/tables/metrics.csv",
-        powerlaw="results/tables/powerlaw_fits.csv",
-        lognormal="results/tables/lognormal_fits.csv",
-        emergence="results/tables/emergence.csv",
-        hists=expand("results/summary/{model}/{dataset}.hist.npz", model=MODELS, dataset=DATASETS),
+        unpack(figure_inputs),
     output:
-        [figure_output(name) for name in FIGURE_NAMES],
-        expand("results/figures/{name}.pdf", name=FIGURE_NAMES),
+        png=report("results/figures/{figure}.png", caption="../report/figure.rst", category="Figures"),
+        pdf="results/figures/{figure}.pdf",
     params:
-        figures=config["figures"],
-        models=MODELS,
-        datasets=DATASETS,
+        settings=figure_settings,
+        caption=lambda wc, output: FIGURES[wc.figure].caption,
     log:
-        "logs/figures.log",
+        "logs/figures/{figure}.log",
     benchmark:
-        "results/benchmarks/figures.tsv"
+        "results/benchmarks/figures/{figure}.tsv"
     conda:
         "../../envs/analysis.yaml"
     script:
-        "../scripts/figures.py"
+        "../scripts/figure.py"

@@ -4,7 +4,7 @@ rule ladder_corpus:
     output:
         f"{LADDER_DIR}/train_corpus.jsonl",
     params:
-        specs=LADDER["corpus"] if LADDER else {},
+        specs=canonical(list(LADDER["corpus"].items())) if LADDER else [],  # a list: the order is the text's
     log:
         "logs/ladder/corpus.log",
     conda:
@@ -35,9 +35,9 @@ rule ladder_train:
     output:
         directory(f"{LADDER_DIR}/models/{{model}}"),
     params:
-        size=lambda wc: LADDER_SIZES[wc.model],
-        train=LADDER["train"] if LADDER else {},
-    threads: LADDER.get("threads", 1) if LADDER else 1
+        size=lambda wc: canonical(LADDER_SIZES[wc.model]),
+        train=canonical(LADDER["train"]) if LADDER else {},
+    threads: LADDER["threads"] if LADDER else 1
     log:
         "logs/ladder/train/{model}.log",
     benchmark:

@@ -7,13 +7,14 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any en
 
 
 from rankscale.atomic import atomic_path, sha256_file, write_json
-from rankscale.corpus import CorpusError, corpus_provenance, load_documents, resolve_dataset_revision, write_jsonl
+from rankscale.corpus import CorpusError, write_jsonl
 from rankscale.logs import setup_logging
+from rankscale.sources import load_documents, provenance, resolve_revision
 
 log = setup_logging(snakemake.log[0])
 dataset = snakemake.wildcards.dataset
 spec = snakemake.params.spec
-resolved = resolve_dataset_revision(spec, f"datasets.{dataset}") if spec.get("source") == "hub" else None
+resolved = resolve_revision(spec, f"datasets.{dataset}")
 docs = load_documents(spec, where=f"datasets.{dataset}", revision=resolved)
 if not docs:
     raise CorpusError(f"datasets.{dataset}: the corpus is empty after splitting and limits")
@@ -21,7 +22,7 @@ with atomic_path(snakemake.output.corpus) as tmp:
     n = write_jsonl(docs, tmp)
 meta = {
     "dataset": dataset,
-    **corpus_provenance(spec, resolved),
+    **provenance(spec, resolved),
     "documents": n,
     "characters": sum(len(d.text) for d in docs),
     "sha256": sha256_file(snakemake.output.corpus),

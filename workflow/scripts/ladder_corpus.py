@@ -7,12 +7,13 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any en
 
 
 from rankscale.atomic import atomic_path
-from rankscale.corpus import load_documents, write_jsonl
+from rankscale.corpus import write_jsonl
 from rankscale.logs import setup_logging
+from rankscale.sources import load_documents
 
 log = setup_logging(snakemake.log[0])
 docs = []
-for name, spec in snakemake.params.specs.items():
+for name, spec in snakemake.params.specs:
     part = load_documents(spec, where=f"ladder.corpus.{name}")
     log.info("%s: %d documents, %d characters", name, len(part), sum(len(d.text) for d in part))
     docs.extend(part)

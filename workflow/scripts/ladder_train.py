@@ -21,10 +21,8 @@ log = setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 size_cfg = dict(snakemake.params.size)
 train_cfg = dict(snakemake.params.train)
-d_ref = train_cfg.pop("lr_d_ref", None)
-lr = size_cfg.pop("lr", None) or (
-    train_cfg["lr"] * math.sqrt(d_ref / size_cfg["d_model"]) if d_ref else train_cfg["lr"]
-)
+d_ref = train_cfg.pop("lr_d_ref")
+lr = size_cfg.pop("lr") or (train_cfg["lr"] * math.sqrt(d_ref / size_cfg["d_model"]) if d_ref else train_cfg["lr"])
 train_cfg["lr"] = lr
 tokenizer = AutoTokenizer.from_pretrained(snakemake.input.tokenizer)
 corpus, counts = tokenize_documents(read_jsonl(snakemake.input.corpus), tokenizer)

@@ -1,0 +1,130 @@
+"""One extraction job: load the model and token windows, check them, score, build the sidecar.
+
+The rule script only reads its inputs and calls `run`; the sidecar it returns holds the
+array's identity (`RankIdentity.sidecar`) and everything else a reader needs to trust it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import platform
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+import transformers
+
+from rankscale import __version__
+from rankscale.extract import ExtractionSettings, extract_ranks
+from rankscale.identity import RankIdentity
+from rankscale.models import (
+    ModelSource,
+    check_window_fits,
+    load_model,
+    load_tokenizer,
+    output_columns,
+    resolve_device,
+    resolved_revision,
+)
+from rankscale.params import count_parameters
+from rankscale.rankfile import RankArrays
+from rankscale.tokens import load_tokens, tokenizer_fingerprint
+from rankscale.windows import plan_windows
+
+log = logging.getLogger(__name__)
+
+
+def run(
+    job: Mapping[str, Any], identity: RankIdentity, dataset: str, tokens_path: str | Path
+) -> tuple[RankArrays, dict[str, Any]]:
+    """Score `tokens_path` with the job's model; `job` is `ModelPlan.job()` (source, runtime, checks)."""
+    name, runtime = job["name"], job["runtime"]
+    source = ModelSource(**job["source"])
+    token_meta = json.loads(Path(f"{tokens_path}.json").read_text())
+    tokenizer = load_tokenizer(source)
+    vocab_size = len(tokenizer)
+    if tokenizer_fingerprint(tokenizer) != token_meta["tokenizer_sha256"]:
+        raise ValueError(f"{tokens_path}: tokenized with a different tokenizer than model {name!r} uses")
+    device = resolve_device(runtime["device"])
+    model = load_model(
+        source,
+        dtype=identity.dtype,
+        device=str(device),
+        device_map=runtime["device_map"],
+        attn_implementation=runtime["attn_implementation"],
+    )
+    check_window_fits(model, identity.max_length, name)
+    columns = output_columns(model)
+    if columns < vocab_size:
+        raise ValueError(
+            f"model {name!r}: output layer has {columns} columns but the tokenizer has {vocab_size} tokens"
+        )
+    if job["expected_vocab"] is not None and job["expected_vocab"] != vocab_size:
+        raise ValueError(
+            f"model {name!r}: config says vocab_size = {job['expected_vocab']} but its tokenizer has {vocab_size} tokens"
+        )
+    params = count_parameters(model)
+    if job["expected_size"] is not None and job["expected_size"] != params.non_embedding:
+        raise ValueError(
+            f"model {name!r}: config says S = {job['expected_size']} but the loaded model has "
+            f"{params.non_embedding} non-embedding parameters"
+        )
+    corpus = load_tokens(tokens_path)
+    windows = plan_windows(corpus.doc_lengths(), identity.windows, corpus.first_targets())
+    log.info(
+        "%s on %s: %d windows, %d targets, S=%d, |V|=%d (%d output columns), device %s",
+        name,
+        dataset,
+        len(windows),
+        int(windows.n_scored.sum()),
+        params.non_embedding,
+        vocab_size,
+        columns,
+        device,
+    )
+    settings = ExtractionSettings(
+        ties=identity.ties,
+        head_dtype=None if identity.head_dtype == "model" else torch.float32,
+        batch_size=runtime["batch_size"],
+        head_chunk=runtime["head_chunk"],
+    )
+    started = time.perf_counter()
+    stats: dict[str, Any] = {}
+    arrays = extract_ranks(model, corpus, windows, vocab_size, settings, stats)
+    wall = time.perf_counter() - started
+    meta = {
+        "model": name,
+        "family": job["family"],
+        **identity.sidecar(),
+        "resolved_revision": resolved_revision(source, model),
+        "S": params.non_embedding,
+        "parameters": params.__dict__,
+        "vocab_size": vocab_size,
+        "output_columns": columns,
+        "dataset": dataset,
+        "tokenizer_key": job["tokenizer_key"],
+        "tokenizer_sha256": token_meta["tokenizer_sha256"],
+        "corpus_sha256": token_meta["corpus_sha256"],
+        "dataset_revision": token_meta.get("dataset_revision"),
+        "tokens_sha256": token_meta["sha256"],
+        "n_windows": len(windows),
+        "n_documents": token_meta["documents"],
+        "device": str(device),
+        "batch_size": runtime["batch_size"],
+        "batch_size_used": stats["batch_size"],
+        "threads": torch.get_num_threads(),
+        "head_chunk": stats["head_chunk"],
+        "attn_implementation": getattr(model.config, "_attn_implementation", None),
+        "wall_time_s": wall,
+        "tokens_per_s": arrays.rank.size / max(wall, 1e-9),
+        "versions": {
+            "rankscale": __version__,
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "python": platform.python_version(),
+        },
+    }
+    return arrays, meta

@@ -1,0 +1,64 @@
+"""What every figure shares: the registry entry, the data it is drawn from, saving, layout, colours."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from rankscale.atomic import atomic_path  # noqa: E402
+
+S_LABEL = "non-embedding parameters $S$"
+
+
+@dataclass(frozen=True)
+class FigureData:
+    """What a figure is drawn from: the tables it reads (by name), rank histograms, the run's order."""
+
+    tables: dict[str, pd.DataFrame]
+    datasets: list[str]
+    models: list[str]
+    hists: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # (model, dataset) -> counts
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str  # results/figures/<name>.png and .pdf
+    plot: Callable[[FigureData, Mapping[str, Any], Path], None]  # (data, settings, png path)
+    caption: str  # reStructuredText, shown in the Snakemake report
+    tables: tuple[str, ...]  # results/tables/<name>.csv it reads
+    settings: tuple[str, ...] = ()  # keys of `figures:` it reads (changing one reruns this figure only)
+    k_settings: tuple[str, ...] = ()  # those of `settings` that hold k values: they join the k grid
+    hists: bool = False  # reads every model x dataset rank histogram
+
+
+def save(fig: plt.Figure, png: str | Path) -> None:
+    """Write `png` and the PDF beside it, each atomically."""
+    png = Path(png)
+    for path in (png, png.with_suffix(".pdf")):
+        with atomic_path(path, suffix=path.suffix) as tmp:
+            fig.savefig(tmp, format=path.suffix[1:], dpi=150, bbox_inches="tight")
+    plt.close(fig)
+
+
+def grid(rows: int, cols: int, w: float = 4.2, h: float = 3.4) -> tuple[plt.Figure, np.ndarray]:
+    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False)
+    return fig, axes
+
+
+def colors(families: Sequence[str]) -> dict[str, str]:
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    return {f: cycle[i % len(cycle)] for i, f in enumerate(sorted(families))}
+
+
+def cycle_color(i: int) -> str:
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    return cycle[i % len(cycle)]

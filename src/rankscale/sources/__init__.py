@@ -1,0 +1,80 @@
+"""Dataset sources: where a dataset entry's documents come from (`source:` in the config).
+
+To add a source: write `rankscale/sources/<name>.py` with a module-level `SOURCE = Source(...)`
+(documents, plan-time check, provenance), add it to `SOURCES` below, and give it a branch with
+its keys in `config/schema.yaml` (`definitions.dataset`). The shared steps (held-out split,
+seeded shuffle, size limits) are applied here, the same for every source.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from rankscale.config import dataset_spec
+from rankscale.corpus import CorpusError, Document, split_documents
+from rankscale.sources import hub, local, packaged
+from rankscale.sources.base import Source
+
+SOURCES: dict[str, Source] = {"packaged": packaged.SOURCE, "local": local.SOURCE, "hub": hub.SOURCE}
+
+
+def source_of(spec: Mapping[str, Any], where: str) -> Source:
+    name = spec["source"]
+    if name not in SOURCES:
+        raise CorpusError(f"{where}.source: unknown dataset source {name!r}; choose one of {sorted(SOURCES)}")
+    return SOURCES[name]
+
+
+# Each function takes a dataset entry as written or as validated: `dataset_spec` checks it
+# against the schema and fills in its source's defaults (idempotent and cheap).
+
+
+def check_dataset(spec: Mapping[str, Any], where: str, check_paths: bool = True) -> None:
+    """What can be checked before any job: the source's own checks (files, fields, names)."""
+    spec = dataset_spec(spec, where)
+    source_of(spec, where).check(spec, where, check_paths)
+
+
+def resolve_revision(spec: Mapping[str, Any], where: str = "dataset") -> str | None:
+    """The exact version the corpus job reads (a hub commit), or None where the content hash identifies it."""
+    spec = dataset_spec(spec, where)
+    return source_of(spec, where).resolve_revision(spec, where)
+
+
+def provenance(spec: Mapping[str, Any], resolved: str | None) -> dict[str, Any]:
+    """Where a corpus came from, for its sidecar; always has `source` and `resolved_revision`."""
+    spec = dataset_spec(spec)
+    return {"source": spec["source"], **source_of(spec, "dataset").provenance(spec, resolved)}
+
+
+def load_documents(spec: Mapping[str, Any], where: str, revision: str | None = None) -> list[Document]:
+    """Documents of one dataset entry after split, shuffle and size limits.
+
+    `revision`: the version `resolve_revision` returned, so what is read is what is recorded.
+    """
+    spec = dataset_spec(spec, where)
+    source = source_of(spec, where)
+    docs: Iterable[Document] = source.documents(spec, where, revision)
+    if "split_heldout" in spec:
+        docs = split_documents(docs, spec["split_heldout"], spec["heldout_fraction"])
+    docs = (d for d in docs if d.text.strip())
+    if spec["seed"] is not None and not source.shuffles:
+        materialised = list(docs)
+        random.Random(spec["seed"]).shuffle(materialised)
+        docs = materialised
+    return _limit(docs, spec["max_documents"], spec["max_chars"])
+
+
+def _limit(docs: Iterable[Document], max_documents: int | None, max_chars: int | None) -> list[Document]:
+    out: list[Document] = []
+    chars = 0
+    for doc in docs:
+        if max_documents is not None and len(out) >= max_documents:
+            break
+        if max_chars is not None and chars >= max_chars:
+            break
+        out.append(doc)
+        chars += len(doc.text)
+    return out
