@@ -166,3 +166,17 @@ def test_key_order_and_number_types_rerun_nothing(local):
     text = yaml.safe_dump(config, sort_keys=False)
     assert "max_length: 64.0" in text and text != yaml.safe_dump(with_local_model(), sort_keys=False)
     assert planned_jobs(local.workdir, *write_config(local.workdir, "rewritten", config)) == Counter()
+
+
+def test_the_interval_level_reruns_tables_and_figures_only(local):
+    """`analysis.bootstrap.level` only changes percentiles: no summary (the replicates) reruns."""
+    config = with_local_model()
+    config["analysis"]["bootstrap"] = {"level": 0.9}
+    jobs = planned_jobs(local.workdir, *write_config(local.workdir, "level", config))
+    rules = {key.split("[")[0] for key in jobs}
+    assert rules == {"table", "figure", "all"}, jobs
+    assert job_key("table", table="metrics") in jobs and job_key("table", table="lognormal_fits") not in jobs
+    config["analysis"]["bootstrap"] = {"replicates": 200}
+    jobs = planned_jobs(local.workdir, *write_config(local.workdir, "replicates", config))
+    assert jobs[job_key("summarize", model="smoke-a", dataset="humaneval")] == 1
+    assert not any(key.startswith("extract") for key in jobs)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from rankscale.metrics import METRICS, empirical_runs, k_grid, rank_histogram, segment_starts, windows_count
+from rankscale.metrics import METRICS, empirical_runs, hit_pairs, k_grid, rank_histogram, run_windows, segment_starts
 from rankscale.rankfile import RankArrays
 from rankscale.summary import totals
 from rankscale.windows import WindowSpec, plan_windows
@@ -256,7 +256,27 @@ def test_empirical_runs_across_document_boundary() -> None:
     row = empirical_runs(rank, doc, pos, [1], [2, 3])
     assert row[0]["n_runs"] == 3 and row[0]["empirical"] == 1.0
     assert row[1]["n_runs"] == 0 and math.isnan(row[1]["empirical"])
-    assert windows_count(np.array([1, 2, 5]), 2) == 0 + 1 + 4
+    row_of = np.array([0, 0, 1, 1, 1, 2, 2])
+    assert run_windows(rank <= 1, starts, row_of, [1, 2], 3).tolist() == [[2, 1], [3, 1], [2, 1]]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_per_document_runs_and_pairs_vs_brute_force(seed: int) -> None:
+    rank, doc, pos = run_fixture(seed)
+    starts = segment_starts(doc, pos)
+    docs, row = np.unique(doc, return_inverse=True)
+    for k in (1, 3, 10):
+        mask = rank <= k
+        per_doc = run_windows(mask, starts, row, [1, 2, 5], len(docs))
+        pairs, prev_hit, both = hit_pairs(mask, starts, row, len(docs))
+        for r, d in enumerate(docs):
+            sel = doc == d
+            for j, n in enumerate([1, 2, 5]):
+                assert per_doc[r, j] == brute_force_runs(rank[sel], doc[sel], pos[sel], k, n)[1]
+            consecutive = [i for i in np.nonzero(sel)[0][1:] if pos[i] == pos[i - 1] + 1]
+            assert pairs[r] == len(consecutive)
+            assert prev_hit[r] == sum(mask[i - 1] for i in consecutive)
+            assert both[r] == sum(mask[i - 1] and mask[i] for i in consecutive)
 
 
 def test_empirical_runs_empty() -> None:

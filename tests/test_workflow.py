@@ -164,3 +164,42 @@ def test_sidecar_records_provenance(smoke_run):
     note = (smoke_run / "logs/summarize/smoke-a/humaneval.log").read_text()
     assert "k values above |V| = 512 left out for this model: [1000, 20000, 30000]" in note
     assert (REPO / "config/smoke.yaml").exists()
+
+
+def test_every_number_has_an_interval(smoke_run):
+    """Percentile intervals of the document bootstrap sit around every estimate (issue: uncertainty)."""
+    tables = smoke_run / "results/tables"
+    metrics = pd.read_csv(tables / "metrics.csv")
+    assert ((metrics["ci_low"] <= metrics["value"]) & (metrics["value"] <= metrics["ci_high"])).all()
+    fits = pd.read_csv(tables / "powerlaw_fits.csv").dropna(subset=["alpha"])
+    for p in ("alpha", "C", "r2"):
+        assert ((fits[f"{p}_ci_low"] <= fits[p]) & (fits[p] <= fits[f"{p}_ci_high"])).all(), p
+    assert (fits["snr"] > 0).all()
+    emergence = pd.read_csv(tables / "emergence.csv")
+    for p in ("predicted", "empirical"):
+        ok = emergence[p].notna()
+        assert ((emergence[f"{p}_ci_low"] <= emergence[p]) & (emergence[p] <= emergence[f"{p}_ci_high"]))[ok].all()
+    contrasts = pd.read_csv(tables / "exponent_contrasts.csv")
+    assert set(contrasts["dataset"]) == set(DATASETS) and contrasts["p_value"].between(0, 1).all()
+    extrapolation = pd.read_csv(tables / "extrapolation.csv")
+    assert set(extrapolation["held_out_model"]) == {"smoke-c"} and (extrapolation["n_fit"] == 2).all()
+    forms = pd.read_csv(tables / "form_comparison.csv")
+    assert set(forms["form"]) == {"power_law", "offset_power_law"}
+    fitted = forms.assign(fitted=forms["note"].isna()).groupby(["dataset", "metric", "k"], dropna=False)
+    assert (fitted["preferred"].sum() == fitted["fitted"].any().astype(int)).all()  # one form, where any fits
+
+
+def test_the_bootstrap_is_paired_within_a_family(smoke_run):
+    """Every model of a family on a dataset is resampled with the same documents: the ladder shares one
+    tokenizer, so each replicate's token count is identical across models."""
+    for dataset in DATASETS:
+        counts = []
+        for model in MODELS:
+            with np.load(smoke_run / f"results/summary/{model}/{dataset}.boot.npz") as boot:
+                counts.append(boot["rep_n"])
+                assert boot["rep_hits"].shape == (
+                    1000,
+                    len(json.loads((smoke_run / f"results/summary/{model}/{dataset}.json").read_text())["k"]),
+                )
+        assert all(np.array_equal(counts[0], c) for c in counts[1:])
+        assert counts[0].std() > 0  # and the replicates do differ

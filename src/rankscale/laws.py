@@ -2,17 +2,19 @@
 
 To add a fit form: write a frozen dataclass with `predict(size)`, `row()` (its parameters as
 table columns) and the classmethods `fit(size, y)` and `from_row(row)`, and add a `FitForm`
-for it to `FORMS`. Tables fit every form they are asked for by name, and anything that
-predicts from a table row (figures, emergence, extrapolation) goes through `from_row`.
+for it to `FORMS`. Tables fit every form they are asked for by name (`analysis.forms` for the
+form comparison), and anything that predicts from a table row goes through `from_row`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
+from scipy.optimize import least_squares
 
 
 class FittedLaw(Protocol):
@@ -29,6 +31,27 @@ class FitForm:
     columns: tuple[str, ...]  # the parameter columns `row()` gives and `from_row` reads
     fit: Callable[[np.ndarray, np.ndarray], FittedLaw]  # raises ValueError when the data cannot be fitted
     from_row: Callable[[Mapping[str, Any]], FittedLaw]
+    n_params: int = 2  # free parameters, for AICc
+
+
+def _check(size: np.ndarray, y: np.ndarray, min_sizes: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    size = np.asarray(size, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if size.shape != y.shape or size.ndim != 1:
+        raise ValueError("size and y must be 1-D arrays of equal length")
+    if len(np.unique(size)) < min_sizes:
+        raise ValueError(f"a fit of this form needs at least {min_sizes} distinct model sizes")
+    if np.any(size <= 0) or np.any(~np.isfinite(y)) or np.any(y <= 0):
+        raise ValueError("a power-law fit needs S > 0 and finite y > 0")
+    return size, y
+
+
+def r_squared(log_y: np.ndarray, log_fit: np.ndarray) -> float:
+    """R^2 in log space."""
+    total = log_y - log_y.mean()
+    ss_tot = float(total @ total)
+    residual = log_y - log_fit
+    return 1.0 - float(residual @ residual) / ss_tot if ss_tot > 0 else float("nan")
 
 
 @dataclass(frozen=True)
@@ -61,23 +84,159 @@ class PowerLaw:
 
 def fit_power_law(size: np.ndarray, y: np.ndarray) -> PowerLaw:
     """OLS of log y on log S; R^2 in log space. Needs >= 2 distinct sizes and y > 0."""
-    size = np.asarray(size, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if size.shape != y.shape or size.ndim != 1:
-        raise ValueError("size and y must be 1-D arrays of equal length")
-    if len(np.unique(size)) < 2:
-        raise ValueError("a power-law fit needs at least 2 distinct model sizes")
-    if np.any(size <= 0) or np.any(~np.isfinite(y)) or np.any(y <= 0):
-        raise ValueError("a power-law fit needs S > 0 and finite y > 0")
+    size, y = _check(size, y)
     x, ly = np.log(size), np.log(y)
     slope, intercept = np.polyfit(x, ly, 1)
-    residual = ly - (intercept + slope * x)
-    total = ly - ly.mean()
-    ss_tot = float(total @ total)
-    r2 = 1.0 - float(residual @ residual) / ss_tot if ss_tot > 0 else float("nan")
-    return PowerLaw(alpha=float(-slope), C=float(np.exp(intercept)), r2=r2, n=int(size.size))
+    return PowerLaw(
+        alpha=float(-slope), C=float(np.exp(intercept)), r2=r_squared(ly, intercept + slope * x), n=int(size.size)
+    )
+
+
+def fit_power_law_replicates(size: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+    """The power law refitted on each row of y [B, M] at once: alpha, C, r2 per replicate.
+
+    A replicate with a non-positive or non-finite y (e.g. RBP_k = 1, so -log RBP_k = 0) gets NaN.
+    """
+    x = np.log(np.asarray(size, dtype=np.float64))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ly = np.log(np.asarray(y, dtype=np.float64))
+    bad = ~np.isfinite(ly).all(axis=1)
+    ly = np.where(np.isfinite(ly), ly, 0.0)
+    xc = x - x.mean()
+    slope = (ly - ly.mean(axis=1, keepdims=True)) @ xc / (xc @ xc)
+    intercept = ly.mean(axis=1) - slope * x.mean()
+    residual = ly - (intercept[:, None] + slope[:, None] * x)
+    ss_tot = ((ly - ly.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r2 = np.where(ss_tot > 0, 1.0 - (residual**2).sum(axis=1) / ss_tot, np.nan)
+    out = {"alpha": -slope, "C": np.exp(intercept), "r2": r2}
+    return {name: np.where(bad, np.nan, value) for name, value in out.items()}
+
+
+@dataclass(frozen=True)
+class OffsetPowerLaw:
+    """y = E + C * S^(-alpha) with E >= 0: a law with an irreducible term.
+
+    Fitted as Hoffmann et al. (2022, Approach 3) fit theirs: Huber loss on the log-space
+    residual log y - log(E + C S^-alpha), from a grid of starts, keeping the best.
+    """
+
+    E: float
+    alpha: float
+    C: float
+    r2: float
+    n: int
+
+    def predict(self, size: np.ndarray | float) -> np.ndarray:
+        return self.E + self.C * np.asarray(size, dtype=np.float64) ** (-self.alpha)
+
+    def row(self) -> dict[str, float]:
+        return {"E": self.E, "alpha": self.alpha, "C": self.C, "r2": self.r2}
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> OffsetPowerLaw:
+        return cls(
+            E=float(row["E"]),
+            alpha=float(row["alpha"]),
+            C=float(row["C"]),
+            r2=float(row["r2"]),
+            n=int(row.get("n_models", 0)),
+        )
+
+    @classmethod
+    def fit(cls, size: np.ndarray, y: np.ndarray) -> OffsetPowerLaw:
+        size, y = _check(size, y, min_sizes=3)
+        x, ly = np.log(size), np.log(y)
+        scale = float(np.exp(x.mean()))  # S / scale keeps C of order y whatever the sizes
+
+        def residual(theta: np.ndarray) -> np.ndarray:
+            log_c, alpha, e = theta
+            with np.errstate(over="ignore"):  # far-off trial steps; the optimiser backs off
+                return ly - np.log(e + np.exp(log_c - alpha * (x - np.log(scale))))
+
+        best = None
+        for alpha0 in (0.05, 0.2, 0.5, 1.0):
+            for share in (0.0, 0.3, 0.6, 0.9):
+                e0 = share * float(y.min())
+                c0 = max(float(np.median(y)) - e0, 1e-12)
+                start = np.array([np.log(c0), alpha0, e0])
+                res = least_squares(
+                    residual,
+                    start,
+                    bounds=([-np.inf, -2.0, 0.0], [np.inf, 5.0, np.inf]),
+                    loss="huber",
+                    f_scale=0.1,
+                    x_scale="jac",
+                    max_nfev=2000,
+                )
+                if best is None or res.cost < best.cost:
+                    best = res
+        assert best is not None
+        log_c, alpha, e = (float(v) for v in best.x)
+        law = cls(E=e, alpha=alpha, C=float(np.exp(log_c)) * scale**alpha, r2=float("nan"), n=int(size.size))
+        return cls(E=e, alpha=alpha, C=law.C, r2=r_squared(ly, np.log(law.predict(size))), n=law.n)
 
 
 FORMS: dict[str, FitForm] = {
-    "power_law": FitForm("power_law", ("alpha", "C", "r2"), PowerLaw.fit, PowerLaw.from_row),
+    form.name: form
+    for form in (
+        FitForm("power_law", ("alpha", "C", "r2"), PowerLaw.fit, PowerLaw.from_row, n_params=2),
+        FitForm("offset_power_law", ("E", "alpha", "C", "r2"), OffsetPowerLaw.fit, OffsetPowerLaw.from_row, n_params=3),
+    )
 }
+
+
+def aicc(log_residuals: np.ndarray, n_params: int) -> float:
+    """Corrected Akaike criterion of a least-squares fit (Gaussian errors in log space, variance estimated).
+
+    Infinite where there are too few points to estimate the form and its variance: with few
+    sizes the simpler form wins unless the data demand otherwise.
+    """
+    n, p = log_residuals.size, n_params + 1
+    if n - p - 1 <= 0:
+        return math.inf
+    rss = max(float(log_residuals @ log_residuals), n * 1e-24)  # a perfect fit is not -inf
+    return n * math.log(rss / n) + 2 * p + 2 * p * (p + 1) / (n - p - 1)
+
+
+def leave_one_out_rmse(form: FitForm, size: np.ndarray, y: np.ndarray) -> float:
+    """Root mean square log-space error of predicting each size from a fit to the others."""
+    errors = []
+    for i in range(len(size)):
+        keep = np.arange(len(size)) != i
+        try:
+            law = form.fit(size[keep], y[keep])
+        except ValueError:
+            return float("nan")
+        errors.append(math.log(float(law.predict(size[i]))) - math.log(float(y[i])))
+    return float(np.sqrt(np.mean(np.square(errors))))
+
+
+def compare_forms(size: np.ndarray, y: np.ndarray, forms: Sequence[str]) -> list[dict[str, Any]]:
+    """Each form fitted to y(S): its parameters, leave-one-out RMSE and AICc (log space), and
+    whether it is the preferred one (lowest AICc; ties go to the form with fewer parameters)."""
+    size, y = np.asarray(size, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    rows = []
+    for name in forms:
+        form = FORMS[name]
+        row: dict[str, Any] = {"form": name, **dict.fromkeys(("E", "alpha", "C", "r2"), math.nan)}
+        try:
+            law = form.fit(size, y)
+        except ValueError as exc:
+            rows.append({**row, "loo_rmse": math.nan, "aicc": math.nan, "note": str(exc)})
+            continue
+        residual = np.log(y) - np.log(law.predict(size))
+        rows.append(
+            {
+                **row,
+                **law.row(),
+                "loo_rmse": leave_one_out_rmse(form, size, y),
+                "aicc": aicc(residual, form.n_params),
+                "note": "",
+            }
+        )
+    ranked = [r for r in rows if not math.isnan(r["aicc"])]
+    best = min(ranked, key=lambda r: (r["aicc"], FORMS[r["form"]].n_params), default=None)
+    for r in rows:
+        r["preferred"] = r is best
+    return rows

@@ -127,18 +127,32 @@ def segment_starts(doc: np.ndarray, pos: np.ndarray) -> np.ndarray:
     return starts
 
 
-def _run_lengths(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Lengths of maximal all-True stretches of `mask` that do not cross a segment start."""
+def run_windows(mask: np.ndarray, starts: np.ndarray, row: np.ndarray, ns: Iterable[int], n_rows: int) -> np.ndarray:
+    """Per row (document), how many windows of N consecutive scored tokens lie inside all-True
+    stretches of `mask` that cross no segment start: an array [n_rows, len(ns)]."""
+    ns = [int(n) for n in ns]
+    out = np.zeros((n_rows, len(ns)), dtype=np.int64)
     if mask.size == 0:
-        return np.zeros(0, dtype=np.int64)
+        return out
     begin = mask & (starts | np.concatenate([[True], ~mask[:-1]]))
     run_id = np.cumsum(begin)
-    return np.bincount(run_id[mask], minlength=int(run_id[-1]) + 1)[1:]
+    lengths = np.bincount(run_id[mask], minlength=int(run_id[-1]) + 1)[1:]
+    run_row = row[begin]
+    for j, n in enumerate(ns):
+        out[:, j] = np.bincount(run_row, weights=np.clip(lengths - n + 1, 0, None), minlength=n_rows)
+    return out
 
 
-def windows_count(lengths: np.ndarray, n: int) -> int:
-    """Number of length-`n` sub-runs inside runs of the given lengths."""
-    return int(np.clip(lengths - n + 1, 0, None).sum())
+def hit_pairs(
+    mask: np.ndarray, starts: np.ndarray, row: np.ndarray, n_rows: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: consecutive scored pairs (i-1, i), those whose first is a hit, those where both are hits."""
+    follows = ~starts
+    previous = np.concatenate([[False], mask[:-1]])
+    count = np.bincount(row[follows], minlength=n_rows)
+    prev_hit = np.bincount(row[follows & previous], minlength=n_rows)
+    both = np.bincount(row[follows & previous & mask], minlength=n_rows)
+    return count, prev_hit, both
 
 
 def empirical_runs(
@@ -146,14 +160,12 @@ def empirical_runs(
 ) -> list[dict[str, float]]:
     """Fraction of N consecutive scored tokens all ranked within top-k, for each (k, N)."""
     starts = segment_starts(doc, pos)
-    segments = _run_lengths(np.ones(rank.size, dtype=bool), starts)
+    row = np.zeros(rank.size, dtype=np.int64)
+    ns = list(ns)
+    total = run_windows(np.ones(rank.size, dtype=bool), starts, row, ns, 1)[0]
     rows = []
     for k in ks:
-        runs = _run_lengths(rank <= k, starts)
-        for n in ns:
-            total = windows_count(segments, n)
-            hit = windows_count(runs, n)
-            rows.append(
-                {"k": int(k), "N": int(n), "n_runs": total, "empirical": hit / total if total else float("nan")}
-            )
+        hit = run_windows(rank <= k, starts, row, ns, 1)[0]
+        for n, t, h in zip(ns, total, hit, strict=True):
+            rows.append({"k": int(k), "N": int(n), "n_runs": int(t), "empirical": h / t if t else float("nan")})
     return rows

@@ -187,6 +187,15 @@ def _tokenizer_key(source: ModelSource) -> str:
     return slug(source.tokenizer if ref in (None, "main") else f"{source.tokenizer}@{ref}")
 
 
+def check_analysis(config: Mapping[str, Any]) -> None:
+    """Names the schema cannot know: fit forms come from a registry."""
+    from rankscale.laws import FORMS
+
+    for i, form in enumerate(config["analysis"]["forms"]):
+        if form not in FORMS:
+            raise ConfigError(f"analysis.forms[{i}]: unknown fit form {form!r}; known: {sorted(FORMS)}")
+
+
 def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str, ModelPlan]:
     """Resolve every model entry (ladder sizes first) into a ModelPlan, in config order.
 
@@ -196,6 +205,7 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str,
     config = validate(copy.deepcopy(dict(config)))
     check_ladder(config)
     check_datasets(config, check_paths)
+    check_analysis(config)
     defaults = config["extraction"]
     windows = dataset_windows(config)
     plans: dict[str, ModelPlan] = {}

@@ -1,23 +1,29 @@
 """Per model x dataset summary: everything downstream needs, computed once from a rank array.
 
-The summary holds *totals* (sums over scored tokens on the k grid) from which every metric of
-`rankscale.metrics.METRICS` is computed, the lognormal fit of the rank histogram, and the
-N-token run counts of the emergence analysis.
+- totals: sums over every scored token (count, summed log-prob, tokens with rank <= k on the k
+  grid), from which each metric of `rankscale.metrics.METRICS` is computed;
+- per-document sufficient statistics (the same sums per document, plus the N-token runs and hit
+  pairs of the emergence analysis), and their bootstrap replicates (`rankscale.bootstrap`):
+  B replicate totals from which every metric's interval follows;
+- the lognormal fit of the rank histogram.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rankscale.bootstrap import replicate_totals
 from rankscale.lognormal import fit_lognormal
-from rankscale.metrics import empirical_runs, k_grid, rank_histogram
+from rankscale.metrics import hit_pairs, k_grid, rank_histogram, run_windows, segment_starts
 from rankscale.rankfile import RankArrays
 
-# the `analysis:` settings a summary is computed with (the k grid, the emergence runs)
-SUMMARY_SETTINGS = ("k_points_per_decade", "k_include", "emergence_k", "emergence_N")
+# the `analysis:` settings a summary is computed with (k grid, emergence runs, bootstrap draws)
+SUMMARY_SETTINGS = ("k_points_per_decade", "k_include", "emergence_k", "emergence_N", "bootstrap")
 
 
 def totals(arrays: RankArrays, hist: np.ndarray, ks: list[int]) -> dict[str, Any]:
@@ -35,27 +41,97 @@ def summary_totals(summary: Mapping[str, Any]) -> dict[str, np.ndarray]:
     return {key: np.asarray(value) for key, value in summary["totals"].items()}
 
 
+def document_statistics(
+    arrays: RankArrays, ks: list[int], emergence_k: list[int], emergence_n: list[int]
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(documents, statistics): per scored document (rows, in the token file's order) the sums a
+    replicate weights: n, sum_logprob, hits [D, K], and for each emergence k the N-runs and hit pairs."""
+    docs, row = np.unique(arrays.doc, return_inverse=True)
+    n_rows = len(docs)
+    rank = arrays.rank
+    stats: dict[str, np.ndarray] = {
+        "n": np.bincount(row, minlength=n_rows),
+        "sum_logprob": np.bincount(row, weights=arrays.logprob.astype(np.float64), minlength=n_rows),
+        "hits": np.stack([np.bincount(row[rank <= k], minlength=n_rows) for k in ks], axis=1),
+    }
+    starts = segment_starts(arrays.doc, arrays.pos)
+    stats["run_windows"] = run_windows(np.ones(rank.size, dtype=bool), starts, row, emergence_n, n_rows)
+    run_hits, prev_hit, both_hit = [], [], []
+    for k in emergence_k:
+        mask = rank <= k
+        run_hits.append(run_windows(mask, starts, row, emergence_n, n_rows))
+        pairs, prev, both = hit_pairs(mask, starts, row, n_rows)
+        prev_hit.append(prev)
+        both_hit.append(both)
+    stats["run_hits"] = np.stack(run_hits, axis=1) if run_hits else np.zeros((n_rows, 0, len(emergence_n)))
+    stats["pairs"] = hit_pairs(np.ones(rank.size, dtype=bool), starts, row, n_rows)[0]
+    stats["pairs_prev_hit"] = np.stack(prev_hit, axis=1) if prev_hit else np.zeros((n_rows, 0))
+    stats["pairs_both_hit"] = np.stack(both_hit, axis=1) if both_hit else np.zeros((n_rows, 0))
+    return docs, stats
+
+
+@dataclass(frozen=True)
+class Resampling:
+    """Which documents a bootstrap draws from: the n_units documents any model of the family scored
+    on the dataset; document d of this model's token file is unit `units[d]`."""
+
+    units: np.ndarray
+    n_units: int
+    replicates: int
+    seed: int
+    family: str
+    dataset: str
+
+    @classmethod
+    def for_family(
+        cls, own: np.ndarray, family: Sequence[np.ndarray], replicates: int, seed: int, family_name: str, dataset: str
+    ) -> Resampling:
+        """`own`, `family`: corpus indices of the documents this model's and each family tokenizer's token file kept."""
+        universe = np.unique(np.concatenate([np.asarray(u, dtype=np.int64) for u in [own, *family]]))
+        return cls(np.searchsorted(universe, own), len(universe), replicates, seed, family_name, dataset)
+
+
 def summarize(
-    arrays: RankArrays, meta: Mapping[str, Any], analysis: Mapping[str, Any], family: str
-) -> tuple[dict[str, Any], np.ndarray]:
-    """Return (summary dict, rank histogram): totals on the k grid, lognormal fit, N-token runs."""
+    arrays: RankArrays, meta: Mapping[str, Any], analysis: Mapping[str, Any], resampling: Resampling
+) -> tuple[dict[str, Any], np.ndarray, dict[str, np.ndarray]]:
+    """(summary, rank histogram, bootstrap arrays): totals on the k grid, lognormal fit, N-token
+    runs, and the per-document statistics with their replicate totals."""
     vocab_size = int(meta["vocab_size"])
     if arrays.rank.size == 0:
         raise ValueError(f"{meta['model']} / {meta['dataset']}: no scored tokens")
     hist = rank_histogram(arrays.rank, vocab_size)
     ks = k_grid(vocab_size, analysis["k_points_per_decade"], analysis["k_include"])
-    fit = fit_lognormal(hist)
     emergence_k = [k for k in analysis["emergence_k"] if k <= vocab_size]
-    runs = empirical_runs(arrays.rank, arrays.doc, arrays.pos, emergence_k, analysis["emergence_N"])
+    emergence_n = list(analysis["emergence_N"])
+    docs, stats = document_statistics(arrays, ks, emergence_k, emergence_n)
+    units = resampling.units[docs]
+    replicates = replicate_totals(
+        stats, units, resampling.n_units, resampling.replicates, resampling.seed, resampling.family, resampling.dataset
+    )
+    run_total, run_hit = stats["run_windows"].sum(axis=0), stats["run_hits"].sum(axis=0)
+    runs = [
+        {
+            "k": k,
+            "N": n,
+            "n_runs": int(run_total[j]),
+            "empirical": float(run_hit[i, j] / run_total[j]) if run_total[j] else float("nan"),
+        }
+        for i, k in enumerate(emergence_k)
+        for j, n in enumerate(emergence_n)
+    ]
+    fit = fit_lognormal(hist)
     summary = {
         "model": meta["model"],
-        "family": family,
+        "family": resampling.family,
         "dataset": meta["dataset"],
         "S": int(meta["S"]),
         "vocab_size": vocab_size,
         "n_tokens": int(arrays.rank.size),
+        "n_documents": len(docs),
         "k": ks,
         "totals": totals(arrays, hist, ks),
+        "emergence_k": emergence_k,
+        "emergence_N": emergence_n,
         "lognormal": {
             "mu": fit.mu,
             "sigma": fit.sigma,
@@ -67,4 +143,15 @@ def summarize(
         "ties": meta["ties"],
         "rank_sha256": meta["sha256"],
     }
-    return summary, hist
+    boot = {
+        "units": units,
+        **{f"doc_{k}": v for k, v in stats.items()},
+        **{f"rep_{k}": v for k, v in replicates.items()},
+    }
+    return summary, hist, boot
+
+
+def load_replicates(path: str | Path) -> dict[str, np.ndarray]:
+    """The replicate totals of a summary's bootstrap file, keyed like `totals` (n, sum_logprob, hits, ...)."""
+    with np.load(path) as data:
+        return {name[4:]: data[name] for name in data.files if name.startswith("rep_")}

@@ -35,7 +35,7 @@ class TokenizedCorpus:
 
 def tokenize_documents(
     docs: list[Document], tokenizer: Any, add_special_tokens: bool = False, max_scored_tokens: int | None = None
-) -> tuple[TokenizedCorpus, dict[str, int]]:
+) -> tuple[TokenizedCorpus, dict[str, Any]]:
     """Tokenize each document separately; drop (and count) documents under two tokens.
 
     With `max_scored_tokens`, documents are kept in corpus order until that many targets
@@ -43,10 +43,11 @@ def tokenize_documents(
     """
     pieces: list[np.ndarray] = []
     prefixes: list[int] = []
+    kept: list[int] = []  # each kept document's index in the corpus: the bootstrap's resampling unit
     skipped = 0
     scored = 0
     special = set(getattr(tokenizer, "all_special_ids", []) or [])
-    for doc in docs:
+    for index, doc in enumerate(docs):
         if max_scored_tokens is not None and scored >= max_scored_tokens:
             break
         ids = tokenizer(doc.text, add_special_tokens=add_special_tokens)["input_ids"]
@@ -56,6 +57,7 @@ def tokenize_documents(
             continue
         pieces.append(np.asarray(ids, dtype=np.int32))
         prefixes.append(prefix)
+        kept.append(index)
         scored += len(ids) - 1 - prefix
     lengths = np.array([len(p) for p in pieces], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -67,6 +69,7 @@ def tokenize_documents(
         "tokens": int(ids.size),
         "special_prefix_tokens": int(sum(prefixes)),
         "scored_targets": int(scored),
+        "corpus_documents": kept,
     }
 
 
@@ -100,3 +103,19 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     else:
         payload = repr(sorted(tokenizer.get_vocab().items()))
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def corpus_units(tokens_meta: dict[str, Any], path: str | Path) -> np.ndarray:
+    """Corpus index of each document of a token file (the bootstrap resamples corpus documents).
+
+    Token files written before this was recorded kept a prefix of the corpus when they skipped
+    nothing; otherwise the mapping is unknown and the file must be rewritten.
+    """
+    if "corpus_documents" in tokens_meta:
+        return np.asarray(tokens_meta["corpus_documents"], dtype=np.int64)
+    if tokens_meta.get("skipped_short_documents", 0) == 0:
+        return np.arange(tokens_meta["documents"], dtype=np.int64)
+    raise ValueError(
+        f"{path}: written by an older rankscale that did not record which corpus documents it kept; "
+        "rerun its tokenization (snakemake --forcerun tokenize), which leaves the token ids unchanged"
+    )

@@ -1,6 +1,6 @@
 # Cheap analysis, recomputable from rank arrays alone: per model x dataset summaries (totals on
-# the k grid, rank histogram, lognormal fit, N-token runs), then one job per table of
-# rankscale.tables.TABLES.
+# the k grid, rank histogram, lognormal fit, N-token runs, per-document statistics and their
+# bootstrap replicates), then one job per table of rankscale.tables.TABLES.
 
 
 rule summarize:
@@ -8,9 +8,11 @@ rule summarize:
         ranks="results/ranks/{model}/{dataset}.npz",
         meta="results/ranks/{model}/{dataset}.json",
         tokens_meta=lambda wc: f"results/tokens/{PLAN[wc.model].tokenizer_key}/{wc.dataset}.npz.json",
+        family_tokens_meta=family_token_files,
     output:
         summary="results/summary/{model}/{dataset}.json",
         hist="results/summary/{model}/{dataset}.hist.npz",
+        boot="results/summary/{model}/{dataset}.boot.npz",
     params:
         analysis=ANALYSIS,
         family=lambda wc: PLAN[wc.model].family,

@@ -36,7 +36,14 @@ FIGURE_K = {k for f in FIGURES.values() for key in f.k_settings for k in config[
 ANALYSIS = canonical(
     {
         **{key: config["analysis"][key] for key in SUMMARY_SETTINGS},
-        "k_include": sorted(set(config["analysis"]["k_include"]) | FIGURE_K | set(config["analysis"]["emergence_k"])),
+        "k_include": sorted(
+            set(config["analysis"]["k_include"])
+            | FIGURE_K
+            | set(config["analysis"]["emergence_k"])
+            | set(config["analysis"]["extrapolation_k"])
+        ),
+        # summaries draw the replicates; the interval's level only matters to the tables
+        "bootstrap": {k: v for k, v in config["analysis"]["bootstrap"].items() if k != "level"},
     }
 )
 
@@ -95,14 +102,23 @@ def extract_inputs(wc):
     return inputs
 
 
-def summaries(models=MODELS):
-    return expand("results/summary/{model}/{dataset}.json", model=models, dataset=DATASETS)
+def family_token_files(wc):
+    """The token sidecars of every tokenizer of the model's family on this dataset: the documents any
+    of them scored are what the family's paired bootstrap resamples."""
+    family = PLAN[wc.model].family
+    keys = sorted({p.tokenizer_key for p in PLAN.values() if p.family == family})
+    return [f"results/tokens/{key}/{wc.dataset}.npz.json" for key in keys]
+
+
+def summaries(suffix="json"):
+    return expand("results/summary/{model}/{dataset}.{suffix}", model=MODELS, dataset=DATASETS, suffix=suffix)
 
 
 def table_inputs(wc):
     table = TABLES[wc.table]
     return {
-        "summaries": summaries() if table.summaries else [],
+        "summaries": summaries() if table.summaries or table.replicates else [],
+        "replicates": summaries("boot.npz") if table.replicates else [],
         "tables": [f"results/tables/{name}.csv" for name in table.needs],
     }
 
@@ -113,8 +129,12 @@ def table_settings(wc):
 
 def figure_inputs(wc):
     figure = FIGURES[wc.figure]
-    hists = expand("results/summary/{model}/{dataset}.hist.npz", model=MODELS, dataset=DATASETS)
-    return {"tables": [f"results/tables/{name}.csv" for name in figure.tables], "hists": hists if figure.hists else []}
+    return {
+        "tables": [f"results/tables/{name}.csv" for name in figure.tables],
+        "hists": summaries("hist.npz") if figure.hists else [],
+        "summaries": summaries() if figure.replicates else [],
+        "replicates": summaries("boot.npz") if figure.replicates else [],
+    }
 
 
 def figure_settings(wc):
@@ -123,6 +143,7 @@ def figure_settings(wc):
         {
             **{key: config["figures"][key] for key in figure.settings},
             "datasets": DATASETS,
-            "models": MODELS if figure.hists else [],
+            "models": MODELS if figure.hists or figure.replicates else [],
+            "level": config["analysis"]["bootstrap"]["level"] if figure.replicates else None,
         }
     )

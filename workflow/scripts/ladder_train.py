@@ -26,7 +26,7 @@ lr = size_cfg.pop("lr") or (train_cfg["lr"] * math.sqrt(d_ref / size_cfg["d_mode
 train_cfg["lr"] = lr
 tokenizer = AutoTokenizer.from_pretrained(snakemake.input.tokenizer)
 corpus, counts = tokenize_documents(read_jsonl(snakemake.input.corpus), tokenizer)
-log.info("training corpus: %s", counts)
+log.info("training corpus: %s", {k: v for k, v in counts.items() if k != "corpus_documents"})
 with atomic_dir(snakemake.output[0]) as tmp:
     summary = train_model(
         SizeSpec(**size_cfg), TrainSpec(**train_cfg), corpus, len(tokenizer), tokenizer.eos_token_id, tmp

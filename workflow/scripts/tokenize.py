@@ -39,4 +39,9 @@ meta = {
     **counts,
 }
 save_tokens(corpus, snakemake.output.tokens, meta)
-log.info("%s / %s: %s", snakemake.wildcards.tok, snakemake.wildcards.dataset, counts)
+log.info(
+    "%s / %s: %s",
+    snakemake.wildcards.tok,
+    snakemake.wildcards.dataset,
+    {k: v for k, v in counts.items() if k != "corpus_documents"},
+)

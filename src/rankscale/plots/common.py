@@ -27,6 +27,8 @@ class FigureData:
     datasets: list[str]
     models: list[str]
     hists: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # (model, dataset) -> counts
+    replicates: Any = None  # rankscale.tables.Replicates, for figures that draw bands
+    level: float = 0.95  # coverage of the intervals drawn
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class Figure:
     settings: tuple[str, ...] = ()  # keys of `figures:` it reads (changing one reruns this figure only)
     k_settings: tuple[str, ...] = ()  # those of `settings` that hold k values: they join the k grid
     hists: bool = False  # reads every model x dataset rank histogram
+    replicates: bool = False  # reads every summary and its bootstrap replicates (bands, intervals)
 
 
 def save(fig: plt.Figure, png: str | Path) -> None:

@@ -1,4 +1,5 @@
-"""Figures of the scaling laws themselves: a metric against S with its fit (paper Figs. 3-6, 8a)."""
+"""Figures of the scaling laws: a metric against S with its fit and intervals (paper Figs. 3-6, 8a),
+and the out-of-sample test of the laws (Fig. 9)."""
 
 from __future__ import annotations
 
@@ -10,49 +11,106 @@ import numpy as np
 import pandas as pd
 from matplotlib import ticker
 
-from rankscale.laws import FORMS
-from rankscale.metrics import metric_for_law
-from rankscale.plots.common import S_LABEL, Figure, FigureData, colors, grid, save
+from rankscale.bootstrap import interval
+from rankscale.laws import FORMS, fit_power_law_replicates
+from rankscale.metrics import METRICS, metric_for_law
+from rankscale.plots.common import S_LABEL, Figure, FigureData, colors, cycle_color, grid, save
+from rankscale.tables import law_replicates
+
+INTERVAL_NOTE = (
+    "Error bars: percentile intervals of a bootstrap over documents (``analysis.bootstrap``); shaded band: "
+    "the pointwise interval of the law refitted on every bootstrap replicate."
+)
 
 
-def law_panel(ax: Any, metrics: pd.DataFrame, fits: pd.DataFrame, dataset: str, law: str, k: int | None) -> None:
-    """Points of a fitted quantity y(S) per family with the fitted power law; alpha and R^2 in the legend."""
+def readable_log_ticks(ax: Any, axis: str = "y") -> None:
+    """On a log axis spanning less than a decade, a few evenly spaced ticks labelled with the digits they need."""
+    low, high = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    if low <= 0 or high / low >= 10:
+        return
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_locator(ticker.MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
+    target.set_minor_locator(ticker.NullLocator())
+    target.set_major_formatter(ticker.ScalarFormatter(useOffset=False))
+
+
+def law_group(metrics: pd.DataFrame, family: str, dataset: str, law: str, k: int | None) -> pd.DataFrame:
+    """The rows of one fitted quantity: a family's models on a dataset (at k), by S."""
     metric = metric_for_law(law)
+    sel = metrics[(metrics["family"] == family) & (metrics["dataset"] == dataset) & (metrics["metric"] == metric.name)]
+    sel = sel[sel["k"].isna()] if k is None else sel[sel["k"] == k]
+    return sel.sort_values("S", kind="stable")
+
+
+def fit_row(fits: pd.DataFrame, family: str, dataset: str, law: str, k: int | None) -> pd.Series | None:
+    sel = fits[(fits["family"] == family) & (fits["dataset"] == dataset) & (fits["metric"] == law)]
+    sel = sel[sel["k"].isna()] if k is None else sel[sel["k"] == k]
+    return sel.iloc[0] if len(sel) and np.isfinite(sel["alpha"].iloc[0]) else None
+
+
+def draw_law(
+    ax: Any,
+    data: FigureData,
+    family: str,
+    dataset: str,
+    law: str,
+    k: int | None,
+    color: str,
+    marker: str = "o",
+    name: str = "",
+) -> bool:
+    """One family's points with error bars, its fitted law and the law's bootstrap band; False if nothing to draw."""
+    metrics, fits = data.tables["metrics"], data.tables["powerlaw_fits"]
+    metric = metric_for_law(law)
+    group = law_group(metrics, family, dataset, law, k)
+    y = metric.to_law(group["value"].to_numpy(float))
+    ok = y > 0
+    if not ok.any():
+        return False
+    bounds = np.sort(metric.to_law(group[["ci_low", "ci_high"]].to_numpy(float)), axis=1)
+    yerr = np.abs(bounds.T - y)
+    ax.errorbar(group["S"][ok], y[ok], yerr=yerr[:, ok], fmt=marker, color=color, ms=5, capsize=2, lw=1)
+    fit = fit_row(fits, family, dataset, law, k)
+    label = f"{family} {name}".strip()
+    if fit is not None:
+        law_fit = FORMS["power_law"].from_row(fit)
+        s = np.geomspace(group["S"].min(), group["S"].max(), 60)
+        ax.plot(s, law_fit.predict(s), "-", color=color, alpha=0.85)
+        if data.replicates is not None:
+            params = fit_power_law_replicates(group["S"].to_numpy(), law_replicates(group, data.replicates))
+            curves = params["C"][:, None] * s[None, :] ** (-params["alpha"][:, None])
+            low, high = interval(curves, data.level)
+            ax.fill_between(s, low, high, color=color, alpha=0.18, lw=0)
+        label += (
+            f": $\\alpha$={law_fit.alpha:.3f} [{fit['alpha_ci_low']:.3f}, {fit['alpha_ci_high']:.3f}], "
+            f"$R^2$={law_fit.r2:.3f}"
+        )
+    ax.plot([], [], marker + "-", color=color, label=label)
+    return True
+
+
+def law_panel(ax: Any, data: FigureData, dataset: str, law: str, k: int | None) -> None:
+    """Every family's fitted quantity y(S) on `dataset`, log-log, with fits, intervals and bands."""
+    metrics = data.tables["metrics"]
     palette = colors(metrics["family"].unique())
-    sel = metrics[(metrics["dataset"] == dataset) & (metrics["metric"] == metric.name)]
-    if k is not None:
-        sel = sel[sel["k"] == k]
-    plotted = False
-    for family, group in sel.groupby("family"):
-        y = metric.to_law(group["value"].to_numpy(float))
-        ok = y > 0
-        ax.loglog(group["S"][ok], y[ok], "o", color=palette[family])
-        fit = fits[(fits["family"] == family) & (fits["dataset"] == dataset) & (fits["metric"] == law)]
-        fit = fit[fit["k"].isna()] if k is None else fit[fit["k"] == k]
-        label = str(family)
-        if len(fit) and np.isfinite(fit["alpha"].iloc[0]):
-            law_fit = FORMS["power_law"].from_row(fit.iloc[0])
-            s = np.geomspace(group["S"].min(), group["S"].max(), 50)
-            ax.loglog(s, law_fit.predict(s), "-", color=palette[family], alpha=0.8)
-            label += f": $\\alpha$={law_fit.alpha:.3f}, $R^2$={law_fit.r2:.3f}"
-        ax.plot([], [], "o-", color=palette[family], label=label)
-        plotted = plotted or bool(ok.any())
-    if not plotted:
+    drawn = [draw_law(ax, data, family, dataset, law, k, palette[family]) for family in sorted(palette)]
+    if not any(drawn):
         ax.text(0.5, 0.5, "no data in range", transform=ax.transAxes, ha="center")
-    ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3g"))
-    ax.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%.3g"))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
     ax.set_xlabel(S_LABEL)
-    ax.set_ylabel(metric.axis_label(k))
+    ax.set_ylabel(metric_for_law(law).axis_label(k))
     ax.set_title(f"{dataset}" + (f", k = {k}" if k is not None else ""))
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=6)
     ax.grid(True, which="both", alpha=0.3)
+    readable_log_ticks(ax)
 
 
 def rbp_rows(data: FigureData, ks: Sequence[int], png: Path) -> None:
     """-log RBP_k vs S, one row per k, one column per dataset."""
-    metrics, fits = data.tables["metrics"], data.tables["powerlaw_fits"]
+    metrics = data.tables["metrics"]
     shown: list[int | None] = [k for k in ks if (metrics["k"] == k).any()] or [None]
-    fig, axes = grid(len(shown), len(data.datasets))
+    fig, axes = grid(len(shown), len(data.datasets), w=4.6)
     for i, k in enumerate(shown):
         for j, dataset in enumerate(data.datasets):
             if k is None:
@@ -60,7 +118,7 @@ def rbp_rows(data: FigureData, ks: Sequence[int], png: Path) -> None:
                     0.5, 0.5, "no k of this figure fits the vocabulary", transform=axes[i, j].transAxes, ha="center"
                 )
                 continue
-            law_panel(axes[i, j], metrics, fits, dataset, "neg_log_rbp", k)
+            law_panel(axes[i, j], data, dataset, "neg_log_rbp", k)
     fig.tight_layout()
     save(fig, png)
 
@@ -77,20 +135,45 @@ def fig_large_k(data: FigureData, settings: Mapping[str, Any], png: Path) -> Non
     rbp_rows(data, settings["large_k"], png)
 
 
+def low_snr_spans(k: np.ndarray, snr: np.ndarray, threshold: float) -> list[tuple[float, float]]:
+    """Contiguous ranges of k (geometric midpoints as edges) whose law's SNR is below `threshold` or unknown."""
+    low = ~(snr >= threshold)
+    spans, start = [], None
+    edges = np.sqrt(k[:-1] * k[1:]) if len(k) > 1 else np.array([])
+    for i, flag in enumerate(low):
+        if flag and start is None:
+            start = k[0] / 1.2 if i == 0 else edges[i - 1]
+        if not flag and start is not None:
+            spans.append((start, edges[i - 1]))
+            start = None
+    if start is not None:
+        spans.append((start, k[-1] * 1.2))
+    return spans
+
+
 def fig_r2_alpha(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
-    """R^2 and alpha of the -log RBP_k law as functions of k (paper Fig. 6)."""
+    """R^2 and alpha of the -log RBP_k law as functions of k, with bootstrap bands (paper Fig. 6)."""
     fits = data.tables["powerlaw_fits"]
     palette = colors(fits["family"].unique())
-    fig, axes = grid(2, len(data.datasets))
+    fig, axes = grid(2, len(data.datasets), w=4.8)
     rbp = fits[fits["metric"] == "neg_log_rbp"]
     for j, dataset in enumerate(data.datasets):
+        marked = False
         for family, group in rbp[rbp["dataset"] == dataset].groupby("family"):
-            group = group[np.isfinite(group["alpha"])].sort_values("k")
-            axes[0, j].semilogx(group["k"], group["r2"], ".-", color=palette[family], label=family)
-            axes[1, j].semilogx(group["k"], group["alpha"], ".-", color=palette[family], label=family)
+            group = group.sort_values("k")
+            k = group["k"].to_numpy(float)
+            for ax, p in ((axes[0, j], "r2"), (axes[1, j], "alpha")):
+                ax.semilogx(k, group[p], ".-", color=palette[family], label=family, ms=3)
+                ax.fill_between(k, group[f"{p}_ci_low"], group[f"{p}_ci_high"], color=palette[family], alpha=0.2, lw=0)
+            if not marked:
+                for start, end in low_snr_spans(k, group["snr"].to_numpy(float), settings["snr_threshold"]):
+                    for ax in axes[:, j]:
+                        ax.axvspan(start, end, color="0.85", zorder=0, lw=0)
+                marked = True
         axes[0, j].set_title(dataset)
         axes[0, j].set_ylabel("$R^2$ of the fit (log space)")
         axes[1, j].set_ylabel("exponent $\\alpha$")
+        axes[0, j].plot([], [], "s", color="0.85", label=f"SNR < {settings['snr_threshold']:g}")
         for ax in axes[:, j]:
             ax.set_xlabel("$k$")
             ax.grid(True, which="both", alpha=0.3)
@@ -100,12 +183,72 @@ def fig_r2_alpha(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
 
 
 def fig_ce_vs_rbp1(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
-    """CE and -log RBP_1 against S side by side, with their exponents (paper Fig. 8, left)."""
-    metrics, fits = data.tables["metrics"], data.tables["powerlaw_fits"]
-    fig, axes = grid(2, len(data.datasets))
+    """CE and -log RBP_1 against S on shared log axes, so their slopes compare at a glance (paper Fig. 8, left)."""
+    metrics = data.tables["metrics"]
+    families = sorted(metrics["family"].unique())
+    fig, axes = grid(1, len(data.datasets), w=5.2, h=4.0)
     for j, dataset in enumerate(data.datasets):
-        law_panel(axes[0, j], metrics, fits, dataset, "ce", None)
-        law_panel(axes[1, j], metrics, fits, dataset, "neg_log_rbp", 1)
+        ax = axes[0, j]
+        for i, family in enumerate(families):
+            draw_law(ax, data, family, dataset, "ce", None, cycle_color(2 * i), "o", "CE")
+            draw_law(
+                ax, data, family, dataset, "neg_log_rbp", 1, cycle_color(2 * i + 1), "s", "$-\\log\\,\\mathrm{RBP}_1$"
+            )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(S_LABEL)
+        ax.set_ylabel("cross-entropy (nats) and $-\\log \\mathrm{RBP}_1$")
+        ax.set_title(dataset)
+        ax.legend(fontsize=6)
+        ax.grid(True, which="both", alpha=0.3)
+        readable_log_ticks(ax)
+    fig.tight_layout()
+    save(fig, png)
+
+
+def fig_extrapolation(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+    """Held-out sizes: the value predicted by the law fitted without them (with interval) against the observed."""
+    table = data.tables["extrapolation"]
+    fig, axes = grid(1, len(data.datasets), w=4.8, h=4.4)
+    markers = {1: "o", 2: "^"}
+    for j, dataset in enumerate(data.datasets):
+        ax = axes[0, j]
+        sel = table[table["dataset"] == dataset] if len(table) else table
+        labels = [
+            (m, None if pd.isna(k) else int(k))
+            for m, k in sel[["metric", "k"]].drop_duplicates().itertuples(index=False)
+        ]
+        for c, (metric, k) in enumerate(labels):
+            rows = sel[(sel["metric"] == metric) & (sel["k"].isna() if k is None else sel["k"] == k)]
+            for n_out, part in rows.groupby(rows["n_fit"].rank(method="dense", ascending=False).astype(int)):
+                yerr = np.abs(
+                    part[["predicted_ci_low", "predicted_ci_high"]].to_numpy().T - part["predicted"].to_numpy()
+                )
+                ax.errorbar(
+                    part["observed"],
+                    part["predicted"],
+                    yerr=yerr,
+                    fmt=markers.get(n_out, "s"),
+                    color=cycle_color(c),
+                    ms=5,
+                    capsize=2,
+                )
+            ax.plot([], [], "o", color=cycle_color(c), label=METRICS[metric].axis_label(k, law=False))
+        if len(sel):
+            lo = float(min(sel["observed"].min(), sel["predicted_ci_low"].min())) * 0.9
+            hi = float(max(sel["observed"].max(), sel["predicted_ci_high"].max())) * 1.1
+            ax.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="predicted = observed")
+        else:
+            ax.text(0.5, 0.5, "too few sizes to hold one out", transform=ax.transAxes, ha="center")
+        for n_out, marker in markers.items():
+            ax.plot([], [], marker, color="0.4", label=f"the {'largest' if n_out == 1 else 'two largest'} held out")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("observed at the held-out size")
+        ax.set_ylabel("predicted by the law fitted without it")
+        ax.set_title(dataset)
+        ax.legend(fontsize=6)
+        ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     save(fig, png)
 
@@ -116,10 +259,11 @@ FIGURES = [
         name="fig3_rbp1",
         plot=fig_rbp1,
         tables=LAW_TABLES,
+        replicates=True,
         caption=(
             "Paper Fig. 3: -log RBP_1 (RBP_1 = greedy-decoding accuracy) against non-embedding parameters "
             "S, one panel per dataset, with the fitted power law -log RBP_1 = C S^-alpha per family; the "
-            "legend gives alpha and R² (log space)."
+            "legend gives alpha with its bootstrap interval and R² (log space). " + INTERVAL_NOTE
         ),
     ),
     Figure(
@@ -128,9 +272,10 @@ FIGURES = [
         tables=LAW_TABLES,
         settings=("rbp_k",),
         k_settings=("rbp_k",),
+        replicates=True,
         caption=(
             "Paper Fig. 4: -log RBP_k against S for the k of ``figures.rbp_k`` (rows) and each dataset "
-            "(columns), with the fitted power laws, their exponents alpha and R²."
+            "(columns), with the fitted power laws, their exponents alpha (with intervals) and R². " + INTERVAL_NOTE
         ),
     ),
     Figure(
@@ -139,29 +284,46 @@ FIGURES = [
         tables=LAW_TABLES,
         settings=("large_k",),
         k_settings=("large_k",),
+        replicates=True,
         caption=(
             "Paper Fig. 5: -log RBP_k against S for large k (those of ``figures.large_k`` that do not "
             "exceed the vocabulary), where the paper sees the law weaken (k of 20,000-30,000 for "
-            "50k-150k vocabularies)."
+            "50k-150k vocabularies). " + INTERVAL_NOTE
         ),
     ),
     Figure(
         name="fig6_r2_alpha_vs_k",
         plot=fig_r2_alpha,
         tables=("powerlaw_fits",),
+        settings=("snr_threshold",),
         caption=(
             "Paper Fig. 6: R² (top) and exponent alpha (bottom) of the -log RBP_k power-law fit as "
-            "functions of k, per dataset and family. The paper finds R² close to 1 for small k and "
-            "alpha growing with k."
+            "functions of k, per dataset and family, with bands from refitting on every bootstrap replicate. "
+            "Grey: k whose spread across sizes is less than ``figures.snr_threshold`` times the resampling "
+            "noise of one model (``snr`` in powerlaw_fits.csv), where the law cannot be told from noise. The "
+            "paper finds R² close to 1 for small k and alpha growing with k."
         ),
     ),
     Figure(
         name="fig8a_ce_vs_rbp1",
         plot=fig_ce_vs_rbp1,
         tables=LAW_TABLES,
+        replicates=True,
         caption=(
-            "Paper Fig. 8 (left): cross-entropy (top) and -log RBP_1 (bottom) against S with their power-law "
-            "fits, to compare the two exponents."
+            "Paper Fig. 8 (left): cross-entropy (circles) and -log RBP_1 (squares) against S on shared log-log "
+            "axes, each with its power-law fit, so the two exponents compare at a glance (the paper finds them "
+            "close). " + INTERVAL_NOTE
+        ),
+    ),
+    Figure(
+        name="fig9_extrapolation",
+        plot=fig_extrapolation,
+        tables=("extrapolation",),
+        caption=(
+            "Out-of-sample test of the laws: the power law fitted without the largest size (circles) or the "
+            "two largest (triangles) predicts each held-out size's RBP_k and cross-entropy; error bars are the "
+            "percentile intervals of the predictions of the law refitted on every bootstrap replicate. Points "
+            "on the dashed line were predicted exactly (extrapolation.csv)."
         ),
     ),
 ]

@@ -1,0 +1,98 @@
+"""Uncertainty: a paired bootstrap over documents (docs/science.md, "Uncertainty").
+
+Tokens inside one document are correlated, so the resampling unit is the document, never the
+token. A replicate draws the corpus's N documents with replacement; its totals are the
+per-document sums weighted by how often each document was drawn, so B replicates of every total
+are one matrix product. The draws depend only on (seed, family, dataset, N): every model of a
+family scored on one dataset sees the same resample (paired noise), whichever job computes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+
+import numpy as np
+
+BLOCK = 64  # replicates drawn at once (bounds memory at 64 x N counts)
+
+
+def seed_sequence(seed: int, *keys: str) -> np.random.SeedSequence:
+    """A seed stream for (seed, keys): stable across runs, machines and Python versions."""
+    words = [int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") for key in keys]
+    return np.random.SeedSequence([seed, *words])
+
+
+def resample_counts(n_units: int, replicates: int, seed: int, *keys: str) -> Iterator[np.ndarray]:
+    """Blocks of draw counts, shape [b, n_units]: each row is one replicate's multinomial draw."""
+    rng = np.random.default_rng(seed_sequence(seed, *keys))
+    for start in range(0, replicates, BLOCK):
+        rows = min(BLOCK, replicates - start)
+        draws = rng.integers(0, n_units, size=(rows, n_units))
+        offsets = (np.arange(rows) * n_units)[:, None]
+        yield np.bincount((draws + offsets).ravel(), minlength=rows * n_units).reshape(rows, n_units)
+
+
+def replicate_totals(
+    per_unit: Mapping[str, np.ndarray],
+    unit: np.ndarray,
+    n_units: int,
+    replicates: int,
+    seed: int,
+    *keys: str,
+) -> dict[str, np.ndarray]:
+    """Replicate sums [B, ...] of per-document statistics [D, ...]; `unit[d]` is row d's document (0..N-1)."""
+    flat = {name: np.asarray(stat, dtype=np.float64).reshape(len(unit), -1) for name, stat in per_unit.items()}
+    out = {name: np.empty((replicates, stat.shape[1])) for name, stat in flat.items()}
+    done = 0
+    for counts in resample_counts(n_units, replicates, seed, *keys):
+        weights = counts[:, unit].astype(np.float64)  # exact: counts and sums stay far below 2^53
+        for name, stat in flat.items():
+            out[name][done : done + len(weights)] = weights @ stat
+        done += len(weights)
+    return {name: out[name].reshape(replicates, *np.shape(per_unit[name])[1:]) for name in out}
+
+
+def interval(
+    values: np.ndarray, level: float, estimate: np.ndarray | float | None = None, axis: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval over replicates; NaN replicates (e.g. unfittable ones) are left out.
+
+    With `estimate`, the interval is extended to contain it where it falls outside: R² of a
+    near-perfect fit is the typical case, since every resampled refit can only fit worse.
+    """
+    tail = (1.0 - level) / 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column gives NaN bounds
+        low, high = np.nanquantile(np.asarray(values, dtype=np.float64), [tail, 1.0 - tail], axis=axis)
+        if estimate is not None:  # (an interval with no valid replicate stays NaN)
+            low = np.where(np.isnan(low), low, np.fmin(low, estimate))
+            high = np.where(np.isnan(high), high, np.fmax(high, estimate))
+    return low, high
+
+
+def p_value(difference: np.ndarray) -> float:
+    """Two-sided bootstrap p-value of `difference == 0`: twice the smaller tail share, counted as (1 + m) / (1 + B)."""
+    d = np.asarray(difference, dtype=np.float64)
+    d = d[np.isfinite(d)]
+    if d.size == 0:
+        return float("nan")
+    tail = min(int(np.sum(d <= 0)), int(np.sum(d >= 0)))
+    return float(min(1.0, 2.0 * (1 + tail) / (1 + d.size)))
+
+
+def spread_to_noise(values: np.ndarray, replicates: Sequence[np.ndarray]) -> float:
+    """SNR of a fitted quantity across sizes: std over models of log y / mean over models of its bootstrap std.
+
+    Below ~2 the differences between model sizes are comparable to the resampling noise of one
+    model: the law cannot be told apart from noise there (the paper's open question near k = |V|).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if values.size < 2 or not np.all(values > 0):
+        return float("nan")
+    logs = np.log(values)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        noise = [np.nanstd(np.log(np.where(r > 0, r, np.nan)), ddof=1) for r in replicates]
+    mean_noise = float(np.mean(noise))
+    return float(np.std(logs, ddof=1) / mean_noise) if mean_noise > 0 else float("inf")

@@ -1,0 +1,214 @@
+"""The document-level paired bootstrap, and the tables built on it, against synthetic data with known truth.
+
+Coverage tests simulate corpora whose documents differ (a document-level random effect on the
+hit rate), so tokens inside a document are correlated: the 95% intervals of a bootstrap over
+documents cover the truth about 95% of the time, while resampling tokens undercovers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rankscale.bootstrap import interval, p_value, replicate_totals, resample_counts, spread_to_noise
+from rankscale.laws import compare_forms, fit_power_law, fit_power_law_replicates
+from rankscale.tables import Replicates, contrasts_table, extrapolation_table, fits_table, metrics_table
+
+SIMULATIONS = 200
+SIZES = np.array([1e5, 4e5, 1.6e6, 6.4e6, 2.56e7])
+
+
+def test_resampling_is_multinomial_seeded_and_paired() -> None:
+    blocks = list(resample_counts(50, 130, 0, "fam", "data"))
+    counts = np.concatenate(blocks)
+    assert counts.shape == (130, 50) and (counts.sum(axis=1) == 50).all()
+    assert np.array_equal(counts, np.concatenate(list(resample_counts(50, 130, 0, "fam", "data"))))
+    assert not np.array_equal(counts, np.concatenate(list(resample_counts(50, 130, 0, "fam", "other"))))
+    assert not np.array_equal(counts, np.concatenate(list(resample_counts(50, 130, 1, "fam", "data"))))
+    assert abs(counts.mean() - 1.0) < 0.02  # each document drawn once per replicate on average
+    # two models of one family, each computing its replicates alone, see the same resample
+    stats_a, stats_b = {"x": np.arange(50.0)}, {"x": np.ones(50)}
+    a = replicate_totals(stats_a, np.arange(50), 50, 130, 0, "fam", "data")["x"]
+    b = replicate_totals(stats_b, np.arange(50), 50, 130, 0, "fam", "data")["x"]
+    np.testing.assert_array_equal(a, counts @ np.arange(50.0))
+    np.testing.assert_array_equal(b, np.full(130, 50.0))
+    # a model that scored only some documents: the others weigh zero, the draw stays the family's
+    partial = replicate_totals({"x": np.ones(3)}, np.array([4, 7, 9]), 50, 130, 0, "fam", "data")["x"]
+    np.testing.assert_array_equal(partial, counts[:, [4, 7, 9]].sum(axis=1))
+
+
+def test_interval_p_value_and_snr() -> None:
+    values = np.arange(1, 1001, dtype=float)
+    low, high = interval(values, 0.9)
+    assert low == pytest.approx(50.95) and high == pytest.approx(950.05)
+    low, high = interval(values, 0.9, estimate=990.0)  # an estimate outside is included
+    assert high == 990.0
+    low, high = interval(np.full((5, 2), np.nan), 0.95, estimate=np.array([1.0, 2.0]))
+    assert np.isnan(low).all() and np.isnan(high).all()
+    assert p_value(np.random.default_rng(0).normal(0, 1, 4000)) > 0.5
+    assert p_value(np.random.default_rng(0).normal(3, 1, 4000)) < 0.01
+    assert p_value(np.full(999, 2.0)) == pytest.approx(2 / 1000)
+    assert spread_to_noise([1.0, 2.0, 4.0], [np.full(10, 1.0) + 0.01 * np.arange(10)] * 3) > 10
+
+
+def simulate_documents(
+    rng: np.random.Generator, p: np.ndarray, documents: int, tokens: int, effect: float
+) -> np.ndarray:
+    """Hits per document (rows) and model (columns): document d has hit rate p * (1 + u_d), u_d uniform."""
+    u = rng.uniform(-effect, effect, documents)
+    return np.stack([rng.binomial(tokens, q * (1 + u)) for q in np.atleast_1d(p)], axis=1)
+
+
+def test_document_bootstrap_covers_rbp_and_token_bootstrap_does_not() -> None:
+    rng = np.random.default_rng(123)
+    documents, tokens, truth, replicates = 120, 40, 0.3, 400
+    covered = {"documents": 0, "tokens": 0}
+    for sim in range(SIMULATIONS):
+        hits = simulate_documents(rng, np.array([truth]), documents, tokens, 0.6)[:, 0]
+        n = np.full(documents, tokens)
+        estimate = hits.sum() / n.sum()
+        by_doc = replicate_totals({"n": n, "hits": hits}, np.arange(documents), documents, replicates, sim, "doc")
+        low, high = interval(by_doc["hits"] / by_doc["n"], 0.95, estimate)
+        covered["documents"] += bool(low <= truth <= high)
+        token_hits = np.concatenate([np.r_[np.ones(h), np.zeros(tokens - h)] for h in hits])
+        size = token_hits.size
+        by_token = replicate_totals(
+            {"n": np.ones(size), "hits": token_hits}, np.arange(size), size, replicates, sim, "t"
+        )
+        low, high = interval(by_token["hits"] / by_token["n"], 0.95, estimate)
+        covered["tokens"] += bool(low <= truth <= high)
+    assert 0.90 <= covered["documents"] / SIMULATIONS <= 0.99, covered
+    assert covered["tokens"] / SIMULATIONS < 0.85, covered
+
+
+def test_paired_document_bootstrap_covers_alpha_and_token_bootstrap_does_not() -> None:
+    """A family of five sizes scored on the same documents: -log RBP = C S^-alpha holds for the population."""
+    rng = np.random.default_rng(2)
+    alpha, c, documents, tokens, replicates = 0.15, 4.0, 150, 80, 400
+    rbp = np.exp(-c * SIZES ** (-alpha))
+    covered = {"documents": 0, "tokens": 0}
+    for sim in range(SIMULATIONS):
+        hits = simulate_documents(rng, rbp, documents, tokens, 0.35)
+        n = np.full(documents, tokens)
+        observed = hits.sum(axis=0) / n.sum()
+        estimate = fit_power_law(SIZES, -np.log(observed)).alpha
+        reps = replicate_totals({"n": n, "hits": hits}, np.arange(documents), documents, replicates, sim, "doc")
+        by_doc = fit_power_law_replicates(SIZES, -np.log(reps["hits"] / reps["n"][:, None]))["alpha"]
+        low, high = interval(by_doc, 0.95, estimate)
+        covered["documents"] += bool(low <= alpha <= high)
+        # tokens resampled instead: a replicate's hit count is binomial over the pooled tokens
+        by_token = rng.binomial(documents * tokens, observed, size=(replicates, len(SIZES))) / (documents * tokens)
+        low, high = interval(fit_power_law_replicates(SIZES, -np.log(by_token))["alpha"], 0.95, estimate)
+        covered["tokens"] += bool(low <= alpha <= high)
+    assert 0.90 <= covered["documents"] / SIMULATIONS <= 0.99, covered
+    assert covered["tokens"] / SIMULATIONS < 0.85, covered
+
+
+def synthetic_family(rbp: dict[int, np.ndarray], ce: np.ndarray, replicates: int = 8, noise: float = 0.0):
+    """Summaries and replicate totals of a family whose metrics are exactly `rbp[k]` and `ce` per size."""
+    ks = sorted(rbp)
+    n = 10**6
+    summaries, totals = [], []
+    rng = np.random.default_rng(0)
+    for m, size in enumerate(SIZES):
+        hits = [rbp[k][m] * n for k in ks]
+        summaries.append(
+            {
+                "family": "f",
+                "model": f"m{m}",
+                "dataset": "d",
+                "S": int(size),
+                "vocab_size": 1000,
+                "n_tokens": n,
+                "k": ks,
+                "totals": {"n": n, "sum_logprob": -ce[m] * n, "hits": hits},
+            }
+        )
+        jitter = 1 + noise * rng.normal(size=(replicates, 1))
+        totals.append(
+            {
+                "n": np.full(replicates, float(n)),
+                "sum_logprob": np.full(replicates, -ce[m] * n) * jitter[:, 0],
+                "hits": np.tile(hits, (replicates, 1)) * np.minimum(jitter, 1 / max(rbp[k][m] for k in ks)),
+            }
+        )
+    return summaries, Replicates(summaries, totals)
+
+
+def test_extrapolation_is_exact_on_noise_free_laws() -> None:
+    rbp = {1: np.exp(-3.0 * SIZES**-0.1), 10: np.exp(-1.5 * SIZES**-0.2)}
+    ce = 7.0 * SIZES**-0.05
+    summaries, replicates = synthetic_family(rbp, ce)
+    metrics = metrics_table(summaries, replicates, 0.95)
+    table = extrapolation_table(metrics, replicates, [1, 10], 0.95)
+    assert set(table["n_fit"]) == {3, 4}  # all but the largest, and all but the two largest (5 sizes)
+    assert len(table) == 3 * (1 + 2)  # 3 quantities x (1 + 2 held-out sizes)
+    np.testing.assert_allclose(table["predicted"], table["observed"], rtol=1e-9)
+    assert (table["rel_error"].abs() < 1e-9).all() and table["covered"].all()
+    largest = table[(table["metric"] == "ce") & (table["n_fit"] == 4)].iloc[0]
+    assert largest["held_out_model"] == "m4" and largest["observed"] == pytest.approx(ce[-1])
+
+
+def test_fit_intervals_contrasts_and_snr_on_a_noisy_family() -> None:
+    """CE and -log RBP_1 with the same exponent: the contrast's interval holds 0; at k = 10 it does not."""
+    rbp = {1: np.exp(-3.0 * SIZES**-0.05), 10: np.exp(-1.5 * SIZES**-0.3)}
+    ce = 7.0 * SIZES**-0.05
+    summaries, replicates = synthetic_family(rbp, ce, replicates=400, noise=0.002)
+    metrics = metrics_table(summaries, replicates, 0.95)
+    assert ((metrics["ci_low"] <= metrics["value"]) & (metrics["value"] <= metrics["ci_high"])).all()
+    fits = fits_table(metrics, "power_law", replicates, 0.95)
+    assert ((fits["alpha_ci_low"] <= fits["alpha"]) & (fits["alpha"] <= fits["alpha_ci_high"])).all()
+    assert (fits["snr"] > 3).all()  # sizes far apart relative to the jitter
+    noisier = fits_table(metrics, "power_law", synthetic_family(rbp, ce, replicates=400, noise=0.02)[1], 0.95)
+    ce_rows = fits["metric"] == "ce"
+    assert noisier["snr"][ce_rows].item() == pytest.approx(
+        fits["snr"][ce_rows].item() / 10, rel=0.1
+    )  # ten times the noise
+    contrasts = contrasts_table(metrics, fits, replicates, 0.95).set_index("k")
+    assert contrasts.loc[1, "difference"] == pytest.approx(0.0, abs=1e-9)
+    assert contrasts.loc[1, "ci_low"] <= 0 <= contrasts.loc[1, "ci_high"] and contrasts.loc[1, "p_value"] > 0.05
+    assert contrasts.loc[10, "difference"] == pytest.approx(0.25, abs=1e-9) and contrasts.loc[10, "p_value"] < 0.01
+
+
+def test_form_comparison_picks_the_form_the_data_have() -> None:
+    rng = np.random.default_rng(0)
+    sizes = np.geomspace(2e4, 3e6, 6)
+    noise = np.exp(rng.normal(0, 0.003, sizes.size))
+    with_floor = (0.5 + 30 * sizes**-0.3) * noise
+    without = 3.0 * sizes**-0.1 * noise
+    pick = {
+        name: next(r["form"] for r in compare_forms(sizes, y, ["power_law", "offset_power_law"]) if r["preferred"])
+        for name, y in (("floor", with_floor), ("pure", without))
+    }
+    assert pick == {"floor": "offset_power_law", "pure": "power_law"}
+    floor = next(r for r in compare_forms(sizes, with_floor, ["offset_power_law"]))
+    assert floor["E"] == pytest.approx(0.5, rel=0.1) and floor["alpha"] == pytest.approx(0.3, rel=0.1)
+    # three sizes cannot support a three-parameter law plus its noise: the simpler one wins
+    rows = compare_forms(sizes[:3], with_floor[:3], ["power_law", "offset_power_law"])
+    assert [r["preferred"] for r in rows] == [True, False] and math.isinf(rows[1]["aicc"])
+
+
+def test_replicate_fits_match_one_at_a_time_fits() -> None:
+    rng = np.random.default_rng(1)
+    y = 2.0 * SIZES**-0.2 * np.exp(rng.normal(0, 0.05, (30, SIZES.size)))
+    y[3, 2] = 0.0  # an unfittable replicate
+    many = fit_power_law_replicates(SIZES, y)
+    assert np.isnan(many["alpha"][3]) and np.isnan(many["r2"][3])
+    for b in (0, 7, 29):
+        one = fit_power_law(SIZES, y[b])
+        assert many["alpha"][b] == pytest.approx(one.alpha, abs=1e-12)
+        assert many["C"][b] == pytest.approx(one.C, rel=1e-12)
+        assert many["r2"][b] == pytest.approx(one.r2, abs=1e-12)
+
+
+def test_metrics_table_intervals_are_per_k() -> None:
+    rbp = {1: np.exp(-3.0 * SIZES**-0.1), 10: np.exp(-1.5 * SIZES**-0.2)}
+    summaries, replicates = synthetic_family(rbp, 7.0 * SIZES**-0.05, replicates=200, noise=0.01)
+    metrics = metrics_table(summaries, replicates, 0.9)
+    row = metrics[(metrics["model"] == "m0") & (metrics["k"] == 10)].iloc[0]
+    low, high = interval(replicates.at("m0", "d", "rbp", 10), 0.9, row["value"])
+    assert (row["ci_low"], row["ci_high"]) == (pytest.approx(float(low)), pytest.approx(float(high)))
+    assert isinstance(metrics, pd.DataFrame) and {"ci_low", "ci_high"} <= set(metrics.columns)
