@@ -80,7 +80,12 @@ def test_validation_fills_every_default_and_normalises_numbers() -> None:
     config = validate({"datasets": {"d": {"source": "packaged", "name": "humaneval"}}, "models": None})
     assert config["models"] == []
     assert config["extraction"]["batch_size"] == 1 and config["extraction"]["ties"] == "ge"
-    assert config["figures"] == {"rbp_k": [10, 50, 100], "large_k": [1000, 20000, 30000], "emergence_k": 100, "snr_threshold": 2}
+    assert config["figures"] == {
+        "rbp_k": [10, 50, 100],
+        "large_k": [1000, 20000, 30000],
+        "snr_threshold": 2,
+        "emergence_extrapolate": 0,
+    }
     assert config["analysis"]["bootstrap"] == {"replicates": 1000, "seed": 0, "level": 0.95}
     assert config["datasets"]["d"]["split_heldout"] == "all" and config["datasets"]["d"]["seed"] is None
     assert config["tokenization"] == {"add_special_tokens": False}

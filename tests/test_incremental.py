@@ -95,7 +95,11 @@ def setting(section: str, key: str, value: object) -> Callable[[dict], None]:
             setting("analysis", "emergence_N", [1, 3]), downstream_of([*LADDER, LOCAL["name"]], False), id="fit"
         ),
         pytest.param(setting("figures", "rbp_k", [10, 50]), output_jobs([], ["fig4_rbp_k"]), id="one-figure"),
-        pytest.param(setting("figures", "emergence_k", 100), output_jobs([], ["fig7_emergence"]), id="another-figure"),
+        pytest.param(
+            setting("figures", "emergence_extrapolate", 1),
+            output_jobs([], ["fig7b_emergence_probability"]),
+            id="another-figure",
+        ),
         pytest.param(
             setting("figures", "rbp_k", [10, 20]),  # a k not yet on the grid: summaries gain it
             downstream_of([*LADDER, LOCAL["name"]], extract=False),

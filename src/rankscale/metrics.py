@@ -57,6 +57,19 @@ def _exp_neg(y: np.ndarray) -> np.ndarray:
     return np.exp(-np.asarray(y, dtype=np.float64))
 
 
+def _statistic(name: str) -> Callable[[Totals], np.ndarray]:
+    """A statistic of the rank histogram that the summary computes itself (point and replicates)."""
+
+    def compute(totals: Totals) -> np.ndarray:
+        return np.asarray(totals[name], dtype=np.float64)
+
+    return compute
+
+
+def _histogram_metric(name: str, label: str) -> Metric:
+    return Metric(name, name, False, _statistic(name), _identity, _identity, label, label)
+
+
 METRICS: dict[str, Metric] = {
     m.name: m
     for m in (
@@ -80,6 +93,13 @@ METRICS: dict[str, Metric] = {
             law_label="cross-entropy (nats)",
             label="cross-entropy (nats)",
         ),
+        # the decomposition CE = error entropy + self-alignment + confidence (docs/science.md)
+        _histogram_metric("ee", "error entropy (nats)"),
+        _histogram_metric("self_alignment", "self-alignment KL(p || q) (nats)"),
+        _histogram_metric("confidence", "confidence $-\\log C$ (nats)"),
+        # what the fitted discrete lognormal implies (the paper's Appendix B)
+        _histogram_metric("ee_lognormal", "entropy of the fitted lognormal (nats)"),
+        _histogram_metric("neg_log_p1_lognormal", "$-\\log P(R = 1)$ of the fitted lognormal"),
     )
 }
 

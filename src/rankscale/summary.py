@@ -17,13 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from rankscale.bootstrap import replicate_totals
-from rankscale.lognormal import fit_lognormal
+from rankscale.bootstrap import replicate_totals, resample_counts
+from rankscale.conjecture import distribution_statistics, rank_sums
 from rankscale.metrics import hit_pairs, k_grid, rank_histogram, run_windows, segment_starts
+from rankscale.rankdist import FAMILIES, fit_family, vuong
 from rankscale.rankfile import RankArrays
 
-# the `analysis:` settings a summary is computed with (k grid, emergence runs, bootstrap draws)
-SUMMARY_SETTINGS = ("k_points_per_decade", "k_include", "emergence_k", "emergence_N", "bootstrap")
+# the `analysis:` settings a summary is computed with (k grid, emergence runs, bootstrap draws,
+# the lognormal and the k of the laws it implies)
+SUMMARY_SETTINGS = ("k_points_per_decade", "k_include", "emergence_k", "emergence_N", "bootstrap", "lognormal", "law_k")
 
 
 def totals(arrays: RankArrays, hist: np.ndarray, ks: list[int]) -> dict[str, Any]:
@@ -91,11 +93,61 @@ class Resampling:
         return cls(np.searchsorted(universe, own), len(universe), replicates, seed, family_name, dataset)
 
 
+@dataclass(frozen=True)
+class RankPairs:
+    """The (document, rank) pairs of a rank array: per pair its row, rank, token count and summed log-prob."""
+
+    row: np.ndarray
+    rank: np.ndarray
+    count: np.ndarray
+    logprob: np.ndarray
+
+    @classmethod
+    def of(cls, row: np.ndarray, arrays: RankArrays, vocab_size: int) -> RankPairs:
+        keys, inverse = np.unique(row.astype(np.int64) * (vocab_size + 1) + arrays.rank, return_inverse=True)
+        return cls(
+            keys // (vocab_size + 1),
+            keys % (vocab_size + 1),
+            np.bincount(inverse).astype(np.float64),
+            np.bincount(inverse, weights=arrays.logprob.astype(np.float64)),
+        )
+
+    def histogram(self, row_weights: np.ndarray, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+        """Weighted (counts, log-prob sums) per rank, each document counted `row_weights[row]` times."""
+        w = row_weights[self.row]
+        return (
+            np.bincount(self.rank, weights=w * self.count, minlength=vocab_size + 1),
+            np.bincount(self.rank, weights=w * self.logprob, minlength=vocab_size + 1),
+        )
+
+
+def rank_tests(hist: np.ndarray, pairs: RankPairs, n_rows: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Fits of the lognormal and each alternative family, Vuong's test of the lognormal against each,
+    and per document the summed pointwise log-likelihood ratio (for its bootstrap interval)."""
+    lognormal = fit_family("lognormal", hist)
+    out: dict[str, Any] = {"lognormal": {"params": list(lognormal.params), "loglik": lognormal.loglik_per_token}}
+    per_doc: dict[str, np.ndarray] = {}
+    for name in FAMILIES:
+        alternative = fit_family(name, hist)
+        test = vuong(lognormal, alternative, hist)
+        out[name] = {
+            "params": list(alternative.params),
+            "loglik": alternative.loglik_per_token,
+            "mean_llr": test.mean_llr,
+            "z": test.z,
+            "p_value": test.p_value,
+        }
+        llr = lognormal.log_pmf - alternative.log_pmf
+        per_doc[f"llr_{name}"] = np.bincount(pairs.row, weights=pairs.count * llr[pairs.rank - 1], minlength=n_rows)
+    return out, per_doc
+
+
 def summarize(
     arrays: RankArrays, meta: Mapping[str, Any], analysis: Mapping[str, Any], resampling: Resampling
 ) -> tuple[dict[str, Any], np.ndarray, dict[str, np.ndarray]]:
-    """(summary, rank histogram, bootstrap arrays): totals on the k grid, lognormal fit, N-token
-    runs, and the per-document statistics with their replicate totals."""
+    """(summary, rank histogram, bootstrap arrays): totals on the k grid, N-token runs, rank-distribution
+    statistics (error entropy, CE decomposition, lognormal and alternatives), the per-document statistics
+    and their replicate totals."""
     vocab_size = int(meta["vocab_size"])
     if arrays.rank.size == 0:
         raise ValueError(f"{meta['model']} / {meta['dataset']}: no scored tokens")
@@ -103,11 +155,26 @@ def summarize(
     ks = k_grid(vocab_size, analysis["k_points_per_decade"], analysis["k_include"])
     emergence_k = [k for k in analysis["emergence_k"] if k <= vocab_size]
     emergence_n = list(analysis["emergence_N"])
+    law_k = [k for k in analysis["law_k"] if k <= vocab_size]
+    truncate = analysis["lognormal"]["truncate"]
     docs, stats = document_statistics(arrays, ks, emergence_k, emergence_n)
+    row = np.searchsorted(docs, arrays.doc)
+    pairs = RankPairs.of(row, arrays, vocab_size)
+    tests, llr = rank_tests(hist, pairs, len(docs))
+    stats.update(llr)
     units = resampling.units[docs]
-    replicates = replicate_totals(
-        stats, units, resampling.n_units, resampling.replicates, resampling.seed, resampling.family, resampling.dataset
-    )
+    keys = (resampling.seed, resampling.family, resampling.dataset)
+    replicates = replicate_totals(stats, units, resampling.n_units, resampling.replicates, *keys)
+    distribution = distribution_statistics(*rank_sums(arrays.rank, arrays.logprob, vocab_size), law_k, truncate)
+    start = None if distribution["note"] else (distribution["mu"], distribution["sigma"])
+    draws = [
+        distribution_statistics(*pairs.histogram(weights[units].astype(np.float64), vocab_size), law_k, truncate, start)
+        for block in resample_counts(resampling.n_units, analysis["lognormal"]["replicates"], *keys)
+        for weights in block
+    ]
+    statistics = [name for name, value in distribution.items() if isinstance(value, float)]
+    for name in statistics:
+        replicates[name] = np.array([d[name] for d in draws], dtype=np.float64)
     run_total, run_hit = stats["run_windows"].sum(axis=0), stats["run_hits"].sum(axis=0)
     runs = [
         {
@@ -119,7 +186,11 @@ def summarize(
         for i, k in enumerate(emergence_k)
         for j, n in enumerate(emergence_n)
     ]
-    fit = fit_lognormal(hist)
+    point_totals = totals(arrays, hist, ks)
+    point_totals.update({name: distribution[name] for name in statistics})  # metrics such as `ee` read them
+    point_totals.update(
+        {name: [int(v) for v in stats[name].sum(axis=0)] for name in ("pairs_prev_hit", "pairs_both_hit")}
+    )
     summary = {
         "model": meta["model"],
         "family": resampling.family,
@@ -129,15 +200,20 @@ def summarize(
         "n_tokens": int(arrays.rank.size),
         "n_documents": len(docs),
         "k": ks,
-        "totals": totals(arrays, hist, ks),
+        "totals": point_totals,
         "emergence_k": emergence_k,
         "emergence_N": emergence_n,
+        "law_k": law_k,
+        "distribution": distribution,
+        "distribution_replicates": len(draws),
         "lognormal": {
-            "mu": fit.mu,
-            "sigma": fit.sigma,
-            "mu_over_sigma": fit.mu_over_sigma,
-            "nll_per_token": fit.nll_per_token,
+            "mu": distribution["mu"],
+            "sigma": distribution["sigma"],
+            "mu_over_sigma": distribution["mu"] / distribution["sigma"],
+            "truncated": truncate,
+            "note": distribution["note"],
         },
+        "rank_tests": tests,
         "mean_log_rank": float(np.mean(np.log(arrays.rank.astype(np.float64)))),
         "runs": runs,
         "ties": meta["ties"],

@@ -23,8 +23,9 @@ import numpy as np
 import pandas as pd
 
 from rankscale.bootstrap import interval, p_value, spread_to_noise
+from rankscale.conjecture import markov_run_rate
 from rankscale.laws import FORMS, compare_forms, fit_power_law_replicates
-from rankscale.metrics import METRICS
+from rankscale.metrics import METRICS, metric_for_law
 from rankscale.summary import summary_totals
 
 MODEL_COLUMNS = ("family", "model", "dataset", "S", "vocab_size", "n_tokens")
@@ -167,47 +168,80 @@ def law_rows(fits: pd.DataFrame, law: str) -> dict[tuple[str, str, Any], Mapping
     return {(row["family"], row["dataset"], _k(row["k"])): row for row in sel.to_dict("records")}
 
 
+# the exponents compared: each law against cross-entropy and -log RBP_1 (the paper's coincidence,
+# and the laws the lognormal and the error entropy imply); -log RBP_k at every k against CE
+CONTRASTS: tuple[tuple[str, str, int | None], ...] = (
+    ("ee", "ce", None),
+    ("ee", "neg_log_rbp", 1),
+    ("ee_lognormal", "ce", None),
+    ("ee_lognormal", "neg_log_rbp", 1),
+    ("neg_log_p1_lognormal", "ce", None),
+    ("neg_log_p1_lognormal", "neg_log_rbp", 1),
+)
+
+
+def _law_frame(frame: pd.DataFrame, law: str, k: int | None) -> pd.DataFrame:
+    metric = metric_for_law(law).name
+    sel = frame[frame["metric"] == metric]
+    return sel[sel["k"].isna()] if k is None else sel[sel["k"] == k]
+
+
 def contrasts_table(metrics: pd.DataFrame, fits: pd.DataFrame, replicates: Replicates, level: float) -> pd.DataFrame:
-    """alpha of -log RBP_k minus alpha of CE, per family x dataset x k: paired-bootstrap interval and p-value.
+    """alpha of one law minus alpha of another, per family x dataset: paired-bootstrap interval and p-value.
 
     Both laws are refitted on the same replicates (the same documents resampled for every model
-    and metric), so the difference's interval carries their correlation.
+    and metric), so the difference's interval carries their correlation. Histogram statistics
+    have fewer replicates (`analysis.lognormal.replicates`): they pair with the first draws.
     """
-    rbp_fits, ce_fits = law_rows(fits, "neg_log_rbp"), law_rows(fits, "ce")
     rows = []
     for (family, dataset), frame in metrics.groupby(["family", "dataset"], sort=True):
-        ce_fit = ce_fits.get((family, dataset, None))
-        if ce_fit is None:
-            continue
-        ce = frame[frame["metric"] == "ce"]
-        ce_alpha = fit_power_law_replicates(ce["S"].to_numpy(), law_replicates(ce, replicates))["alpha"]
-        for k, group in frame[frame["metric"] == "rbp"].groupby("k", sort=True):
-            fit = rbp_fits.get((family, dataset, int(k)))
-            if fit is None:
-                continue
-            alpha = fit_power_law_replicates(group["S"].to_numpy(), law_replicates(group, replicates))["alpha"]
-            difference = alpha - ce_alpha if len(group) == len(ce) else np.full_like(alpha, np.nan)
-            low, high = interval(difference, level, fit["alpha"] - ce_fit["alpha"])
-            rows.append(
-                {
-                    "family": family,
-                    "dataset": dataset,
-                    "metric": "neg_log_rbp",
-                    "k": int(k),
-                    "versus": "ce",
-                    "alpha": fit["alpha"],
-                    "alpha_versus": ce_fit["alpha"],
-                    "difference": fit["alpha"] - ce_fit["alpha"],
-                    "ci_low": float(low),
-                    "ci_high": float(high),
-                    "p_value": p_value(difference),
-                    "replicates": int(np.isfinite(difference).sum()),
-                }
-            )
+        ks = sorted(int(k) for k in frame.loc[frame["metric"] == "rbp", "k"].dropna().unique())
+        pairs = [("neg_log_rbp", k, "ce", None) for k in ks] + [(a, None, b, kb) for a, b, kb in CONTRASTS]
+        for law, k, versus, versus_k in pairs:
+            row = _contrast(frame, fits, replicates, level, (law, k), (versus, versus_k))
+            if row:
+                rows.append({"family": family, "dataset": dataset, **row})
     df = pd.DataFrame(rows)
     if len(df):
         df["k"] = df["k"].astype("Int64")
+        df["versus_k"] = df["versus_k"].astype("Int64")
     return df
+
+
+def _contrast(
+    frame: pd.DataFrame,
+    fits: pd.DataFrame,
+    replicates: Replicates,
+    level: float,
+    first: tuple[str, int | None],
+    second: tuple[str, int | None],
+) -> dict[str, Any] | None:
+    family, dataset = frame["family"].iloc[0], frame["dataset"].iloc[0]
+    fit_a = law_rows(fits, first[0]).get((family, dataset, first[1]))
+    fit_b = law_rows(fits, second[0]).get((family, dataset, second[1]))
+    group_a, group_b = _law_frame(frame, *first), _law_frame(frame, *second)
+    if fit_a is None or fit_b is None or list(group_a["model"]) != list(group_b["model"]):
+        return None
+    reps_a, reps_b = law_replicates(group_a, replicates), law_replicates(group_b, replicates)
+    n = min(len(reps_a), len(reps_b))  # histogram statistics: the first draws of the same stream
+    alpha_a = fit_power_law_replicates(group_a["S"].to_numpy(), reps_a[:n])["alpha"]
+    alpha_b = fit_power_law_replicates(group_b["S"].to_numpy(), reps_b[:n])["alpha"]
+    difference = alpha_a - alpha_b
+    point = fit_a["alpha"] - fit_b["alpha"]
+    low, high = interval(difference, level, point)
+    return {
+        "metric": first[0],
+        "k": first[1],
+        "versus": second[0],
+        "versus_k": second[1],
+        "alpha": fit_a["alpha"],
+        "alpha_versus": fit_b["alpha"],
+        "difference": point,
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "p_value": p_value(difference),
+        "replicates": int(np.isfinite(difference).sum()),
+    }
 
 
 def extrapolation_table(metrics: pd.DataFrame, replicates: Replicates, ks: Sequence[int], level: float) -> pd.DataFrame:
@@ -281,9 +315,126 @@ def form_comparison_table(metrics: pd.DataFrame, forms: Sequence[str]) -> pd.Dat
 
 def lognormal_table(summaries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     rows = [
-        {**{k: s[k] for k in MODEL_COLUMNS}, **s["lognormal"], "mean_log_rank": s["mean_log_rank"]} for s in summaries
+        {
+            **{k: s[k] for k in MODEL_COLUMNS},
+            **{k: s["lognormal"][k] for k in ("mu", "sigma", "mu_over_sigma", "truncated")},
+            "loglik_per_token": s["rank_tests"]["lognormal"]["loglik"],
+            "mean_log_rank": s["mean_log_rank"],
+            "note": s["lognormal"]["note"],
+        }
+        for s in summaries
     ]
     return pd.DataFrame(rows).sort_values(["family", "dataset", "S"], kind="stable").reset_index(drop=True)
+
+
+def _with_intervals(value: float, samples: np.ndarray, level: float, name: str) -> dict[str, float]:
+    low, high = interval(samples, level, value)
+    return {name: value, f"{name}_ci_low": float(low), f"{name}_ci_high": float(high)}
+
+
+def conjecture_table(summaries: Iterable[Mapping[str, Any]], replicates: Replicates, level: float) -> pd.DataFrame:
+    """Per model x dataset: measured CE, the error entropy and CE's decomposition, the fitted lognormal and
+    what it implies (the paper's Appendix B: exact, and its closed-form approximation), each with its
+    document-bootstrap interval."""
+    rows = []
+    for s in summaries:
+        totals = replicates.totals[(s["model"], s["dataset"])]
+        d = s["distribution"]
+        row: dict[str, Any] = {k: s[k] for k in MODEL_COLUMNS}
+        ce = float(METRICS["ce"].compute(summary_totals(s)))
+        row.update(_with_intervals(ce, replicates.at(s["model"], s["dataset"], "ce"), level, "ce"))
+        names = ["ee", "ee_mm", "self_alignment", "confidence", "mu", "sigma", "ee_lognormal", "neg_log_p1_lognormal"]
+        names += [f"neg_log_rbp{k}_lognormal" for k in s["law_k"]] + ["ce_appendix_b", "neg_log_p1_appendix_b"]
+        for name in names:
+            row.update(_with_intervals(d[name], totals[name], level, name))
+        rows.append(
+            {
+                **row,
+                "replicates": s["distribution_replicates"],
+                "truncated": s["lognormal"]["truncated"],
+                "note": d["note"],
+            }
+        )
+    return pd.DataFrame(rows).sort_values(["family", "dataset", "S"], kind="stable").reset_index(drop=True)
+
+
+def rank_tests_table(summaries: Iterable[Mapping[str, Any]], replicates: Replicates, level: float) -> pd.DataFrame:
+    """The lognormal against each alternative family, per model x dataset: log-likelihoods per token,
+    Vuong's z and p, and the document-bootstrap interval of the mean log-likelihood ratio."""
+    rows = []
+    for s in summaries:
+        tests = s["rank_tests"]
+        totals = replicates.totals[(s["model"], s["dataset"])]
+        for name, test in tests.items():
+            if name == "lognormal":
+                continue
+            samples = totals[f"llr_{name}"] / totals["n"]
+            verdict = "inconclusive"
+            if test["p_value"] < 1 - level:
+                verdict = "lognormal" if test["z"] > 0 else name
+            rows.append(
+                {
+                    **{k: s[k] for k in MODEL_COLUMNS},
+                    "alternative": name,
+                    "loglik_lognormal": tests["lognormal"]["loglik"],
+                    "loglik_alternative": test["loglik"],
+                    "alternative_params": " ".join(f"{v:.6g}" for v in test["params"]),
+                    **_with_intervals(test["mean_llr"], samples, level, "mean_llr"),
+                    "z": test["z"],
+                    "p_value": test["p_value"],
+                    "better": verdict,
+                }
+            )
+    return (
+        pd.DataFrame(rows).sort_values(["family", "dataset", "S", "alternative"], kind="stable").reset_index(drop=True)
+    )
+
+
+def lognormal_trends_table(
+    summaries: Sequence[Mapping[str, Any]], replicates: Replicates, level: float
+) -> pd.DataFrame:
+    """Hypothesis 2 of the paper: mu, sigma and mu/sigma of the fitted lognormal, linear in log S,
+    per family x dataset, with slope, intercept and R^2 refitted on every replicate."""
+    rows = []
+    frame = pd.DataFrame([{k: s[k] for k in ("family", "model", "dataset", "S")} for s in summaries])
+    for (family, dataset), group in frame.groupby(["family", "dataset"], sort=True):
+        group = group.sort_values("S")
+        x = np.log(group["S"].to_numpy(dtype=np.float64))
+        by_model = [replicates.totals[(m, dataset)] for m in group["model"]]
+        point = {
+            m: next(s for s in summaries if s["model"] == m and s["dataset"] == dataset)["distribution"]
+            for m in group["model"]
+        }
+        for quantity in ("mu", "sigma", "mu_over_sigma"):
+            y = np.array([_lognormal_value(point[m], quantity) for m in group["model"]], dtype=np.float64)
+            samples = np.stack([_lognormal_value(t, quantity) for t in by_model], axis=1)  # [R, models]
+            row: dict[str, Any] = {"family": family, "dataset": dataset, "quantity": quantity, "n_models": len(group)}
+            if len(np.unique(x)) < 2 or not np.all(np.isfinite(y)):
+                rows.append({**row, "note": "needs two sizes with a fitted lognormal"})
+                continue
+            fit = linear_fit(x, y[None, :])
+            reps = linear_fit(x, samples)
+            for p in ("slope", "intercept", "r2"):
+                row.update(_with_intervals(float(fit[p][0]), reps[p], level, p))
+            rows.append({**row, "note": ""})
+    return pd.DataFrame(rows)
+
+
+def _lognormal_value(d: Mapping[str, Any], quantity: str) -> Any:
+    return d["mu"] / d["sigma"] if quantity == "mu_over_sigma" else d[quantity]
+
+
+def linear_fit(x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+    """OLS of each row of y [B, M] on x [M]: slope, intercept, R^2 per row (NaN rows stay NaN)."""
+    xc = x - x.mean()
+    mean = y.mean(axis=1, keepdims=True)
+    slope = (y - mean) @ xc / (xc @ xc)
+    intercept = mean[:, 0] - slope * x.mean()
+    residual = y - (intercept[:, None] + slope[:, None] * x)
+    ss_tot = ((y - mean) ** 2).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r2 = np.where(ss_tot > 0, 1 - (residual**2).sum(axis=1) / ss_tot, np.nan)
+    return {"slope": slope, "intercept": intercept, "r2": r2}
 
 
 def emergence_table(
@@ -292,15 +443,23 @@ def emergence_table(
     replicates: Replicates | None = None,
     level: float = 0.95,
 ) -> pd.DataFrame:
-    """Predicted RBP_k^N, the fitted-law value exp(-N C S^-alpha), and the empirical run rate, with intervals."""
+    """Per model x dataset x k x N: the empirical rate of N-token runs inside the top-k, what independent
+    positions predict (RBP_k^N), what a first-order Markov chain of hits predicts, and the fitted law
+    exp(-N C S^-alpha); intervals from the document bootstrap."""
     rbp = METRICS["rbp"]
     laws = law_rows(fits, rbp.law)
     rows = []
     for s in summaries:
-        value = dict(zip(s["k"], rbp.compute(summary_totals(s)), strict=True))
+        totals = summary_totals(s)
+        value = dict(zip(s["k"], rbp.compute(totals), strict=True))
         for run in s["runs"]:
+            i = s["emergence_k"].index(run["k"])
             fit = laws.get((s["family"], s["dataset"], run["k"]))
             law = FORMS["power_law"].from_row(fit).scaled(run["N"]) if fit else None  # -log p_{N,k} = N C S^-alpha
+            predicted = float(value[run["k"]]) ** run["N"]
+            markov = float(
+                markov_run_rate(value[run["k"]], totals["pairs_prev_hit"][i], totals["pairs_both_hit"][i], run["N"])
+            )
             row = {
                 "family": s["family"],
                 "model": s["model"],
@@ -308,9 +467,11 @@ def emergence_table(
                 "S": s["S"],
                 "k": run["k"],
                 "N": run["N"],
-                "predicted": float(value[run["k"]]) ** run["N"],
-                "fitted": math.exp(-float(law.predict(s["S"]))) if law else math.nan,
                 "empirical": run["empirical"],
+                "predicted": predicted,
+                "markov": markov,
+                "fitted": math.exp(-float(law.predict(s["S"]))) if law else math.nan,
+                "ratio_empirical_independent": run["empirical"] / predicted if predicted > 0 else math.nan,
                 "n_runs": run["n_runs"],
             }
             if replicates is not None:
@@ -319,23 +480,88 @@ def emergence_table(
     return pd.DataFrame(rows).sort_values(["family", "dataset", "k", "N", "S"], kind="stable").reset_index(drop=True)
 
 
+def run_replicates(s: Mapping[str, Any], k: int, n: int, replicates: Replicates) -> dict[str, np.ndarray]:
+    """Replicates [B] of the empirical, independent and Markov N-run rates of one model x dataset at (k, N)."""
+    totals = replicates.totals[(s["model"], s["dataset"])]
+    i, j = s["emergence_k"].index(k), s["emergence_N"].index(n)
+    rbp = replicates.at(s["model"], s["dataset"], "rbp", k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {
+            "empirical": totals["run_hits"][:, i, j] / totals["run_windows"][:, j],
+            "predicted": rbp**n,
+            "markov": markov_run_rate(rbp, totals["pairs_prev_hit"][:, i], totals["pairs_both_hit"][:, i], n),
+        }
+
+
 def _run_intervals(
     s: Mapping[str, Any], row: Mapping[str, Any], replicates: Replicates, level: float
 ) -> dict[str, float]:
-    """Intervals of a row of the emergence table (`predicted`, `empirical` at its k and N)."""
-    totals = replicates.totals[(s["model"], s["dataset"])]
-    i, j = s["emergence_k"].index(row["k"]), s["emergence_N"].index(row["N"])
-    predicted = replicates.at(s["model"], s["dataset"], "rbp", row["k"]) ** row["N"]
+    """Intervals of a row of the emergence table (its rates at its k and N, and their ratio)."""
+    samples = run_replicates(s, row["k"], row["N"], replicates)
     with np.errstate(invalid="ignore", divide="ignore"):
-        empirical = totals["run_hits"][:, i, j] / totals["run_windows"][:, j]
-    (p_low, p_high) = interval(predicted, level, row["predicted"])
-    (e_low, e_high) = interval(empirical, level, row["empirical"])
-    return {
-        "predicted_ci_low": float(p_low),
-        "predicted_ci_high": float(p_high),
-        "empirical_ci_low": float(e_low),
-        "empirical_ci_high": float(e_high),
-    }
+        samples["ratio_empirical_independent"] = samples["empirical"] / samples["predicted"]
+    out: dict[str, float] = {}
+    for name, values in samples.items():
+        low, high = interval(values, level, row[name])
+        out.update({f"{name}_ci_low": float(low), f"{name}_ci_high": float(high)})
+    return out
+
+
+def emergence_laws_table(
+    summaries: Sequence[Mapping[str, Any]], fits: pd.DataFrame, replicates: Replicates, level: float
+) -> pd.DataFrame:
+    """The paper's claim -log p_{N,k} = N C S^-alpha tested on the measured run rates: per family x dataset
+    x k x N, the power law fitted to -log(empirical N-run rate), its exponent against alpha_k of
+    -log RBP_k (paired-bootstrap interval of the difference, p-value), and C_N / (N C)."""
+    laws = law_rows(fits, "neg_log_rbp")
+    frame = pd.DataFrame([{k: s[k] for k in ("family", "model", "dataset", "S")} | {"summary": s} for s in summaries])
+    rows = []
+    for (family, dataset), group in frame.groupby(["family", "dataset"], sort=True):
+        group = group.sort_values("S", kind="stable")
+        sizes = group["S"].to_numpy(dtype=np.float64)
+        first = group["summary"].iloc[0]
+        for k in first["emergence_k"]:
+            fit_k = laws.get((family, dataset, k))
+            if fit_k is None or any(k not in s["emergence_k"] for s in group["summary"]):
+                continue
+            rbp_rows = pd.DataFrame(
+                [{"model": s["model"], "dataset": dataset, "metric": "rbp", "k": k} for s in group["summary"]]
+            )
+            alpha_k = fit_power_law_replicates(sizes, law_replicates(rbp_rows, replicates))["alpha"]
+            for n in first["emergence_N"]:
+                observed = np.array(
+                    [next(r["empirical"] for r in s["runs"] if r["k"] == k and r["N"] == n) for s in group["summary"]]
+                )
+                row: dict[str, Any] = {"family": family, "dataset": dataset, "k": k, "N": n, "n_models": len(group)}
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    y = -np.log(observed)
+                if not np.all((y > 0) & np.isfinite(y)) or len(np.unique(sizes)) < 2:
+                    rows.append({**row, "note": "a run rate of 0 or 1 (or one size): no power law in log space"})
+                    continue
+                law = FORMS["power_law"].fit(sizes, y)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    samples = -np.log(
+                        np.stack([run_replicates(s, k, n, replicates)["empirical"] for s in group["summary"]], axis=1)
+                    )
+                alpha_n = fit_power_law_replicates(sizes, samples)["alpha"]
+                difference = alpha_n - alpha_k
+                low, high = interval(difference, level, law.alpha - fit_k["alpha"])
+                rows.append(
+                    {
+                        **row,
+                        **_with_intervals(law.alpha, alpha_n, level, "alpha_runs"),
+                        "alpha_k": fit_k["alpha"],
+                        "difference": law.alpha - fit_k["alpha"],
+                        "difference_ci_low": float(low),
+                        "difference_ci_high": float(high),
+                        "p_value": p_value(difference),
+                        "C_runs": law.C,
+                        "C_ratio": law.C / (n * fit_k["C"]),
+                        "r2": law.r2,
+                        "note": "",
+                    }
+                )
+    return pd.DataFrame(rows)
 
 
 def _level(inputs: TableInputs) -> float:
@@ -387,24 +613,26 @@ TABLES: dict[str, Table] = {
             replicates=True,
             settings=("bootstrap",),
             caption=(
-                "The paper's coincidence tested: per family, dataset and k, alpha of -log RBP_k minus alpha of "
-                "cross-entropy, with its paired-bootstrap percentile interval (both laws refitted on the same "
-                "resampled documents) and a two-sided bootstrap p-value for a difference of zero."
+                "Exponents compared, with paired-bootstrap percentile intervals (both laws refitted on the same "
+                "resampled documents) and a two-sided bootstrap p-value for a difference of zero: the paper's "
+                "coincidence (alpha of -log RBP_k minus alpha of cross-entropy, every k), and the laws of the error "
+                "entropy and of the fitted lognormal's entropy and -log P(R = 1) against cross-entropy and "
+                "-log RBP_1 (``versus``, ``versus_k``)."
             ),
         ),
         Table(
             name="extrapolation",
             build=lambda inputs: extrapolation_table(
-                inputs.tables["metrics"], inputs.replicates, inputs.settings["extrapolation_k"], _level(inputs)
+                inputs.tables["metrics"], inputs.replicates, inputs.settings["law_k"], _level(inputs)
             ),
             needs=("metrics",),
             summaries=False,
             replicates=True,
-            settings=("bootstrap", "extrapolation_k"),
+            settings=("bootstrap", "law_k"),
             caption=(
                 "Out-of-sample test: the power law fitted without the largest size (``n_fit`` = all but one) and, "
                 "with at least four sizes, without the two largest, predicts the held-out sizes' RBP_k "
-                "(``analysis.extrapolation_k``) and cross-entropy. ``predicted_ci_*``: percentile interval of the "
+                "(``analysis.law_k``) and cross-entropy. ``predicted_ci_*``: percentile interval of the "
                 "predictions of the law refitted on every bootstrap replicate; ``covered``: the observed value lies "
                 "inside it; ``rel_error`` = predicted / observed - 1."
             ),
@@ -429,7 +657,50 @@ TABLES: dict[str, Table] = {
             caption=(
                 "Discrete truncated lognormal fits of the rank distribution, per model and dataset, by "
                 "maximum likelihood over the rank histogram: P(R = r) is proportional to F(r + 1/2) - F(r - 1/2) "
-                "on r = 1..|V|, F the lognormal CDF with parameters mu, sigma of log R."
+                "on r = 1..|V|, F the lognormal CDF with parameters mu, sigma of log R (``truncated = False``: "
+                "normalised over r = 1..inf instead, ``analysis.lognormal.truncate``). Intervals: conjecture.csv."
+            ),
+        ),
+        Table(
+            name="conjecture",
+            build=lambda inputs: conjecture_table(inputs.summaries, inputs.replicates, _level(inputs)),
+            replicates=True,
+            settings=("bootstrap",),
+            caption=(
+                "The lognormal conjecture, per model and dataset: measured cross-entropy ``ce``; the error entropy "
+                "``ee`` of the empirical rank distribution (``ee_mm``: Miller-Madow corrected) and CE's exact "
+                "decomposition ce = ee + self_alignment + confidence (arXiv 2510.04067); the fitted lognormal "
+                "``mu``, ``sigma`` and what it implies for a calibrated model (the paper's Appendix B): its entropy "
+                "``ee_lognormal`` (the CE it predicts), ``neg_log_p1_lognormal`` (the -log RBP_1 it predicts), "
+                "-log RBP_k at the ``analysis.law_k``, and the paper's closed-form approximation "
+                "``ce_appendix_b`` / ``neg_log_p1_appendix_b``. Intervals: document bootstrap with ``replicates`` "
+                "replicates (``analysis.lognormal.replicates``: every one refits the lognormal)."
+            ),
+        ),
+        Table(
+            name="rank_distribution_tests",
+            build=lambda inputs: rank_tests_table(inputs.summaries, inputs.replicates, _level(inputs)),
+            replicates=True,
+            settings=("bootstrap",),
+            caption=(
+                "Is the rank distribution lognormal? Per model and dataset, maximum-likelihood fits on 1..|V| of "
+                "the discrete truncated lognormal and of each alternative (a truncated discrete power law "
+                "``zipf``, a discrete stretched exponential ``stretched_exp``, a discrete truncated "
+                "``loglogistic``): log-likelihood per token, Vuong's normalised log-likelihood-ratio test (``z`` > 0 "
+                "favours the lognormal; two-sided ``p_value``), and, since tokens of one document are not "
+                "independent, the document-bootstrap interval of the mean log-likelihood ratio. ``better``: which "
+                "one the test prefers at the interval level, or inconclusive."
+            ),
+        ),
+        Table(
+            name="lognormal_trends",
+            build=lambda inputs: lognormal_trends_table(inputs.summaries, inputs.replicates, _level(inputs)),
+            replicates=True,
+            settings=("bootstrap",),
+            caption=(
+                "Hypothesis 2 of the paper: mu, sigma and mu/sigma of the fitted lognormal against log S, per family "
+                "and dataset: slope, intercept and R² of the least-squares line, with intervals from refitting "
+                "on every bootstrap replicate."
             ),
         ),
         Table(
@@ -441,11 +712,27 @@ TABLES: dict[str, Table] = {
             replicates=True,
             settings=("bootstrap",),
             caption=(
-                "Emergence: for a task needing N consecutive tokens inside the top-k, ``predicted`` is RBP_k^N "
-                "(independent positions), ``fitted`` is exp(-N C S^-alpha) from the power-law fit, and "
-                "``empirical`` the measured fraction of N-token runs (consecutive scored tokens of one "
-                "document) that lie entirely inside the top-k; n_runs is how many such runs exist. Intervals: "
-                "document bootstrap, percentile."
+                "Emergence: for a task needing N consecutive tokens inside the top-k, ``empirical`` is the measured "
+                "fraction of N-token runs (consecutive scored tokens of one document; ``n_runs`` of them) that lie "
+                "entirely inside the top-k; ``predicted`` = RBP_k^N assumes independent positions; ``markov`` = "
+                "RBP_k · P(hit | previous hit)^(N-1) a first-order Markov chain of hits; ``fitted`` = "
+                "exp(-N C S^-alpha) from the power-law fit; ``ratio_empirical_independent`` how far independence is "
+                "off. Intervals: document bootstrap, percentile."
+            ),
+        ),
+        Table(
+            name="emergence_laws",
+            build=lambda inputs: emergence_laws_table(
+                inputs.summaries, inputs.tables["powerlaw_fits"], inputs.replicates, _level(inputs)
+            ),
+            needs=("powerlaw_fits",),
+            replicates=True,
+            settings=("bootstrap",),
+            caption=(
+                "The paper's emergence law -log p_{N,k} = N C S^-alpha tested on measured run rates: per family, "
+                "dataset, k and N, the power law fitted to -log(empirical N-run rate), its exponent "
+                "``alpha_runs`` against ``alpha_k`` of -log RBP_k (``difference`` with its paired-bootstrap interval "
+                "and p-value), and ``C_ratio`` = C_runs / (N C), 1 if positions were independent."
             ),
         ),
     )

@@ -40,7 +40,7 @@ ANALYSIS = canonical(
             set(config["analysis"]["k_include"])
             | FIGURE_K
             | set(config["analysis"]["emergence_k"])
-            | set(config["analysis"]["extrapolation_k"])
+            | set(config["analysis"]["law_k"])
         ),
         # summaries draw the replicates; the interval's level only matters to the tables
         "bootstrap": {k: v for k, v in config["analysis"]["bootstrap"].items() if k != "level"},

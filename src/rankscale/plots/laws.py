@@ -24,14 +24,19 @@ INTERVAL_NOTE = (
 
 
 def readable_log_ticks(ax: Any, axis: str = "y") -> None:
-    """On a log axis spanning less than a decade, a few evenly spaced ticks labelled with the digits they need."""
+    """Tick labels a reader can use on a log axis: under a decade, a few evenly spaced ticks labelled with
+    the digits they need; over one, plain numbers (20, not 2 x 10^1) at the decades and some minor ticks."""
     low, high = ax.get_ylim() if axis == "y" else ax.get_xlim()
-    if low <= 0 or high / low >= 10:
-        return
     target = ax.yaxis if axis == "y" else ax.xaxis
-    target.set_major_locator(ticker.MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
-    target.set_minor_locator(ticker.NullLocator())
-    target.set_major_formatter(ticker.ScalarFormatter(useOffset=False))
+    if low <= 0:
+        return
+    if high / low < 10:
+        target.set_major_locator(ticker.MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
+        target.set_minor_locator(ticker.NullLocator())
+        target.set_major_formatter(ticker.ScalarFormatter(useOffset=False))
+    else:
+        target.set_major_formatter(ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+        target.set_minor_formatter(ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
 
 
 def law_group(metrics: pd.DataFrame, family: str, dataset: str, law: str, k: int | None) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""The rank distribution and its discrete truncated lognormal fit (paper Fig. 8, middle and right)."""
+"""The rank distribution and the lognormal conjecture (paper Fig. 8 b-c; the CE decomposition; the histogram)."""
 
 from __future__ import annotations
 
@@ -11,83 +11,231 @@ import pandas as pd
 
 from rankscale.lognormal import log_pmf
 from rankscale.plots.common import S_LABEL, Figure, FigureData, colors, cycle_color, grid, save
+from rankscale.plots.laws import draw_law, readable_log_ticks
+from rankscale.rankdist import FAMILIES
 
 
-def fig_rank_histogram(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
-    """Rank distribution and its discrete lognormal fit, smallest and largest model per family."""
-    lognormal = data.tables["lognormal_fits"]
-    fig, axes = grid(1, len(data.datasets), w=5.0)
+def fig_derived_laws(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+    """Measured CE and -log RBP_1 against S with their laws, beside the laws the fitted lognormal implies."""
+    metrics = data.tables["metrics"]
+    contrasts = data.tables["exponent_contrasts"]
+    families = sorted(metrics["family"].unique())
+    fig, axes = grid(1, len(data.datasets), w=5.6, h=4.6)
+    series = (
+        ("ce", None, "o", "CE measured"),
+        ("ee_lognormal", None, "D", "CE implied (lognormal entropy)"),
+        ("neg_log_rbp", 1, "s", "$-\\log\\,\\mathrm{RBP}_1$ measured"),
+        ("neg_log_p1_lognormal", None, "v", "$-\\log\\,\\mathrm{RBP}_1$ implied ($-\\log P(R{=}1)$)"),
+    )
     for j, dataset in enumerate(data.datasets):
         ax = axes[0, j]
-        sel = lognormal[lognormal["dataset"] == dataset].sort_values("S")
-        chosen = pd.concat([g.iloc[[0, -1]] if len(g) > 1 else g for _, g in sel.groupby("family")])
-        for c, row in enumerate(chosen.itertuples()):
-            counts = data.hists[(row.model, dataset)]
-            r = np.nonzero(counts)[0]
-            p = counts[r] / counts.sum()
-            color = cycle_color(c)
-            ax.loglog(r, p, ".", ms=2, color=color, alpha=0.5)
-            ranks = np.unique(np.rint(np.geomspace(1, len(counts) - 1, 300)).astype(int))
-            ax.loglog(
-                ranks,
-                np.exp(log_pmf(ranks, row.mu, row.sigma, len(counts) - 1)),
-                "-",
-                color=color,
-                label=f"{row.model}: $\\mu$={row.mu:.2f}, $\\sigma$={row.sigma:.2f}",
-            )
-        ax.set_xlabel("rank $R$ of the correct token")
-        ax.set_ylabel("$P(R)$")
-        ax.set_title(f"{dataset}: ranks (dots) and discrete lognormal fit (lines)")
-        ax.legend(fontsize=7)
+        notes = []
+        for i, family in enumerate(families):
+            for c, (law, k, marker, name) in enumerate(series):
+                draw_law(ax, data, family, dataset, law, k, cycle_color(4 * i + c), marker, name)
+            sel = contrasts[(contrasts["family"] == family) & (contrasts["dataset"] == dataset)]
+            for law, versus, versus_k in (("ee_lognormal", "ce", None), ("neg_log_p1_lognormal", "neg_log_rbp", 1)):
+                row = sel[(sel["metric"] == law) & (sel["versus"] == versus)]
+                row = row[row["versus_k"].isna()] if versus_k is None else row[row["versus_k"] == versus_k]
+                if len(row):
+                    r = row.iloc[0]
+                    notes.append(
+                        f"{family}: $\\Delta\\alpha$ {'CE' if versus == 'ce' else 'RBP$_1$'} implied - measured = "
+                        f"{r['difference']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+                    )
+        if notes:
+            ax.text(0.98, 0.98, "\n".join(notes), transform=ax.transAxes, fontsize=6, va="top", ha="right",
+                    bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(S_LABEL)
+        ax.set_ylabel("nats")
+        ax.set_title(f"{dataset}: measured laws and those the lognormal implies")
+        ax.legend(fontsize=5, loc="lower left")
         ax.grid(True, which="both", alpha=0.3)
+        readable_log_ticks(ax)
     fig.tight_layout()
     save(fig, png)
 
 
 def fig_mu_sigma(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
-    """mu/sigma (and mu, sigma) of the lognormal fit against S (paper Fig. 8, right)."""
-    lognormal = data.tables["lognormal_fits"]
-    palette = colors(lognormal["family"].unique())
-    fig, axes = grid(2, len(data.datasets))
+    """mu/sigma (top) and mu, sigma (bottom) of the fitted lognormal against S, with intervals and the
+    linear trend in log S of lognormal_trends.csv (paper Fig. 8, right; Hypothesis 2)."""
+    table, trends = data.tables["conjecture"], data.tables["lognormal_trends"]
+    palette = colors(table["family"].unique())
+    fig, axes = grid(2, len(data.datasets), w=4.6)
     for j, dataset in enumerate(data.datasets):
-        for family, group in lognormal[lognormal["dataset"] == dataset].groupby("family"):
+        for family, group in table[table["dataset"] == dataset].groupby("family"):
             group = group.sort_values("S")
-            axes[0, j].semilogx(group["S"], group["mu_over_sigma"], "o-", color=palette[family], label=family)
-            axes[1, j].semilogx(group["S"], group["mu"], "o-", color=palette[family], label=f"{family} $\\mu$")
-            axes[1, j].semilogx(
-                group["S"], group["sigma"], "s--", color=palette[family], mfc="none", label=f"{family} $\\sigma$"
-            )
+            color = palette[family]
+            ratio = group["mu"] / group["sigma"]
+            axes[0, j].plot(group["S"], ratio, "o", color=color)
+            trend = trends[(trends["family"] == family) & (trends["dataset"] == dataset)].set_index("quantity")
+            s = np.geomspace(group["S"].min(), group["S"].max(), 40)
+            for ax, quantity, fmt in (
+                (axes[0, j], "mu_over_sigma", "-"),
+                (axes[1, j], "mu", "-"),
+                (axes[1, j], "sigma", "--"),
+            ):
+                if quantity in trend.index and np.isfinite(trend.loc[quantity, "slope"]):
+                    t = trend.loc[quantity]
+                    ax.plot(s, t["intercept"] + t["slope"] * np.log(s), fmt, color=color, alpha=0.7,
+                            label=f"{family} {quantity}: slope {t['slope']:.3f} [{t['slope_ci_low']:.3f}, {t['slope_ci_high']:.3f}], $R^2$ {t['r2']:.2f}")  # fmt: skip
+            for quantity, marker in (("mu", "o"), ("sigma", "s")):
+                err = np.abs(
+                    group[[f"{quantity}_ci_low", f"{quantity}_ci_high"]].to_numpy(float).T
+                    - group[quantity].to_numpy(float)
+                )
+                axes[1, j].errorbar(group["S"], group[quantity], yerr=err, fmt=marker, color=color, ms=4, capsize=2,
+                                    mfc=color if quantity == "mu" else "none")  # fmt: skip
         axes[0, j].set_ylabel("$\\mu/\\sigma$ of the rank lognormal")
-        axes[1, j].set_ylabel("$\\mu$, $\\sigma$")
+        axes[1, j].set_ylabel("$\\mu$ (circles), $\\sigma$ (squares)")
         axes[0, j].set_title(dataset)
         for ax in axes[:, j]:
+            ax.set_xscale("log")
             ax.set_xlabel(S_LABEL)
             ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=5)
+    fig.tight_layout()
+    save(fig, png)
+
+
+def fig_decomposition(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+    """CE stacked into error entropy, self-alignment and confidence against S (arXiv 2510.04067)."""
+    table, fits = data.tables["conjecture"], data.tables["powerlaw_fits"]
+    parts = (("ee", "error entropy"), ("self_alignment", "self-alignment"), ("confidence", "confidence $-\\log C$"))
+    rows = [(d, f) for d in data.datasets for f in sorted(table.loc[table["dataset"] == d, "family"].unique())]
+    fig, axes = grid(1, len(rows), w=5.0, h=4.2)
+    for j, (dataset, family) in enumerate(rows):
+        ax = axes[0, j]
+        group = table[(table["dataset"] == dataset) & (table["family"] == family)].sort_values("S")
+        positions = np.arange(len(group))
+        bottom = np.zeros(len(group))
+        for c, (name, label) in enumerate(parts):
+            fit = fits[(fits["family"] == family) & (fits["dataset"] == dataset) & (fits["metric"] == name)]
+            alpha = ""
+            if len(fit) and np.isfinite(fit["alpha"].iloc[0]):
+                f = fit.iloc[0]
+                alpha = f": $\\alpha$={f['alpha']:.3f} [{f['alpha_ci_low']:.3f}, {f['alpha_ci_high']:.3f}]"
+            values = group[name].to_numpy(float)
+            err = np.abs(group[[f"{name}_ci_low", f"{name}_ci_high"]].to_numpy(float).T - values)
+            ax.bar(positions, values, bottom=bottom, color=cycle_color(c), width=0.7, yerr=err, capsize=2,
+                   error_kw={"lw": 0.8}, label=label + alpha)  # fmt: skip
+            bottom = bottom + values
+        ax.plot(positions, group["ce"], "k_", ms=18, mew=2, label="cross-entropy (measured)")
+        ax.set_xticks(positions, [f"{s:.2g}" for s in group["S"]], rotation=30, fontsize=7)
+        ax.set_xlabel(S_LABEL)
+        ax.set_ylabel("nats")
+        ax.set_title(f"{family} on {dataset}")
+        ax.legend(fontsize=6, loc="lower left")
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    save(fig, png)
+
+
+def log_bins(vocab_size: int, per_decade: int = 8) -> np.ndarray:
+    """Integer bin edges 1 = e_0 < e_1 < ... < |V| + 1, logarithmically spaced (bins never empty of ranks)."""
+    edges = np.unique(
+        np.rint(np.geomspace(1, vocab_size + 1, max(2, int(np.log10(vocab_size + 1) * per_decade) + 1))).astype(int)
+    )
+    return np.unique(np.concatenate([[1], edges, [vocab_size + 1]]))
+
+
+def binned(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Mean of values[r - 1] over each bin [e_i, e_{i+1}): a density per rank."""
+    sums = np.add.reduceat(values, edges[:-1] - 1)
+    return sums / np.diff(edges)
+
+
+def fig_rank_histogram(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+    """Rank distribution in logarithmic bins (density per rank) with the fitted lognormal and the best alternative,
+    smallest and largest model of each family."""
+    lognormal, tests = data.tables["lognormal_fits"], data.tables["rank_distribution_tests"]
+    fig, axes = grid(1, len(data.datasets), w=5.2)
+    for j, dataset in enumerate(data.datasets):
+        ax = axes[0, j]
+        sel = lognormal[lognormal["dataset"] == dataset].sort_values("S")
+        chosen = pd.concat([g.iloc[[0, -1]] if len(g) > 1 else g for _, g in sel.groupby("family")])
+        for c, row in enumerate(chosen.itertuples()):
+            counts = data.hists[(row.model, dataset)].astype(np.float64)
+            vocab = len(counts) - 1
+            edges = log_bins(vocab)
+            centres = np.sqrt(edges[:-1] * (edges[1:] - 1).clip(min=1))
+            density = binned(counts[1:] / counts.sum(), edges)
+            color = cycle_color(c)
+            shown = density > 0
+            ax.loglog(centres[shown], density[shown], "o", ms=3, color=color, label=f"{row.model} (ranks)")
+            grid_r = np.arange(1, vocab + 1)
+            if np.isfinite(row.mu):
+                model = np.exp(log_pmf(grid_r, row.mu, row.sigma, vocab, bool(row.truncated)))
+                ax.loglog(centres, binned(model, edges), "-", color=color,
+                          label=f"lognormal $\\mu$={row.mu:.2f}, $\\sigma$={row.sigma:.2f}")  # fmt: skip
+            alt = tests[(tests["model"] == row.model) & (tests["dataset"] == dataset)]
+            if len(alt):
+                best = alt.sort_values("loglik_alternative").iloc[-1]
+                params = np.array([float(v) for v in str(best["alternative_params"]).split()])
+                family = FAMILIES[best["alternative"]]
+                theta = params if family.name == "zipf" else np.log(params)
+                ax.loglog(centres, binned(np.exp(family.log_pmf(grid_r, theta, vocab)), edges), ":", color=color,
+                          label=f"best alternative: {best['alternative']} (Vuong z {best['z']:+.1f})")  # fmt: skip
+        ax.set_xlabel("rank $R$ of the correct token")
+        ax.set_ylabel("$P(R)$ per rank, logarithmic bins")
+        ax.set_title(dataset)
+        ax.legend(fontsize=5)
+        ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     save(fig, png)
 
 
 FIGURES = [
     Figure(
-        name="fig8b_rank_histogram",
-        plot=fig_rank_histogram,
-        tables=("lognormal_fits",),
-        hists=True,
+        name="fig8b_derived_laws",
+        plot=fig_derived_laws,
+        tables=("metrics", "powerlaw_fits", "exponent_contrasts"),
+        replicates=True,
         caption=(
-            "Paper Fig. 8 (middle): the distribution of the correct token's rank (dots, log-log) for the "
-            "smallest and largest model of each family, with the fitted discrete truncated lognormal "
-            "(lines; mu and sigma in the legend)."
+            "Paper Fig. 8b, the unification conjecture: per dataset, the measured cross-entropy and -log RBP_1 "
+            "against S with their power laws, beside what the discrete lognormal fitted to each model's ranks "
+            "implies for a calibrated model (Appendix B): its entropy (the CE it predicts) and -log P(R = 1) (the "
+            "-log RBP_1 it predicts), each with its own law; alphas with intervals in the legend. The text gives "
+            "the difference of the implied and measured exponents with its paired-bootstrap interval: an interval "
+            "holding 0 means the lognormal reproduces that law's exponent; the two levels (the lines' heights) "
+            "differ by how far the model is from calibrated and the ranks from lognormal."
         ),
     ),
     Figure(
         name="fig8c_mu_sigma",
         plot=fig_mu_sigma,
-        tables=("lognormal_fits",),
+        tables=("conjecture", "lognormal_trends"),
         caption=(
-            "Paper Fig. 8 (right): mu/sigma (top) and mu, sigma (bottom) of the fitted rank lognormal "
-            "against S. Under the lognormal conjecture, a steady trend in mu/sigma ties the CE and RBP laws "
-            "together."
+            "Paper Fig. 8 (right), Hypothesis 2: mu/sigma (top) and mu, sigma (bottom) of the fitted rank "
+            "lognormal against S with document-bootstrap intervals, and their least-squares lines in log S "
+            "(slopes with intervals in the legend; lognormal_trends.csv). Under the conjecture a steady trend in "
+            "mu/sigma ties the CE and RBP laws together."
+        ),
+    ),
+    Figure(
+        name="fig8d_ce_decomposition",
+        plot=fig_decomposition,
+        tables=("conjecture", "powerlaw_fits"),
+        caption=(
+            "Cross-entropy split into its three parts (arXiv 2510.04067, 'What Scales in Cross-Entropy Scaling "
+            "Law?'): error entropy (the entropy of the rank distribution), self-alignment KL(p || q) and confidence "
+            "-log C, stacked per model (they sum to the measured CE, the black mark, exactly). That paper claims "
+            "only the error entropy follows a power law in S while the other two stay roughly flat: the legend "
+            "gives each part's fitted exponent with its interval, so the claim can be read off for this data."
+        ),
+    ),
+    Figure(
+        name="fig8e_rank_histogram",
+        plot=fig_rank_histogram,
+        tables=("lognormal_fits", "rank_distribution_tests"),
+        hists=True,
+        caption=(
+            "The distribution of the correct token's rank for the smallest and largest model of each family, in "
+            "logarithmic bins (probability per rank, so sparse tail counts do not dominate), with the fitted "
+            "discrete lognormal (solid) and the best-fitting alternative family (dotted; Vuong's z > 0 favours the "
+            "lognormal, rank_distribution_tests.csv), both averaged over the same bins."
         ),
     ),
 ]

@@ -1,0 +1,142 @@
+"""Is the rank distribution lognormal? Maximum-likelihood fits of alternatives on 1..|V| and Vuong's test.
+
+Each family is a two-parameter discrete distribution on r = 1..|V|, fitted by maximum
+likelihood over the rank histogram:
+- lognormal: bins [r - 1/2, r + 1/2] of a lognormal (rankscale.lognormal);
+- zipf: the truncated discrete power law P(R = r) ∝ r^(-a);
+- stretched_exp: bins of a Weibull, F(x) = 1 - exp(-(x / lam)^beta) (a stretched exponential);
+- loglogistic: bins of a log-logistic, F(x) = 1 / (1 + (x / s)^(-b)).
+Vuong's normalised log-likelihood ratio (Clauset, Shalizi & Newman 2009, eq. 5.4) compares two
+non-nested fits: z = sqrt(n) mean(l) / sd(l), l the pointwise log-likelihood ratio; |z| small
+means the data cannot tell them apart. Tokens of a document are not independent, so the tables
+also give a document-bootstrap interval of mean(l).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import log_ndtr
+
+from rankscale.lognormal import fit_lognormal, log_pmf
+
+
+def _log_bins(log_sf_hi: np.ndarray, log_sf_lo: np.ndarray) -> np.ndarray:
+    """log(S(r - 1/2) - S(r + 1/2)) from log survival functions at the bin edges."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return log_sf_lo + np.log1p(-np.exp(np.minimum(log_sf_hi - log_sf_lo, 0.0)))
+
+
+def _weibull_log_pmf(r: np.ndarray, theta: np.ndarray, vocab_size: int) -> np.ndarray:
+    """theta = (log lam, log beta); log S(x) = -(x / lam)^beta."""
+    lam, beta = math.exp(theta[0]), math.exp(theta[1])
+    edges = np.asarray(r, dtype=np.float64)
+    log_bins = _log_bins(-(((edges + 0.5) / lam) ** beta), -(((edges - 0.5) / lam) ** beta))
+    log_z = _log_bins(np.array([-(((vocab_size + 0.5) / lam) ** beta)]), np.array([-((0.5 / lam) ** beta)]))[0]
+    return log_bins - log_z
+
+
+def _loglogistic_log_pmf(r: np.ndarray, theta: np.ndarray, vocab_size: int) -> np.ndarray:
+    """theta = (log s, log b); log S(x) = -log(1 + (x / s)^b)."""
+    s, b = math.exp(theta[0]), math.exp(theta[1])
+
+    def log_sf(x: np.ndarray) -> np.ndarray:
+        return -np.logaddexp(0.0, b * (np.log(x) - math.log(s)))
+
+    edges = np.asarray(r, dtype=np.float64)
+    log_z = _log_bins(log_sf(np.array([vocab_size + 0.5])), log_sf(np.array([0.5])))[0]
+    return _log_bins(log_sf(edges + 0.5), log_sf(edges - 0.5)) - log_z
+
+
+def _zipf_log_pmf(r: np.ndarray, theta: np.ndarray, vocab_size: int) -> np.ndarray:
+    """theta = (a,); P(R = r) = r^-a / sum_{j <= |V|} j^-a."""
+    a = float(theta[0])
+    log_norm = np.logaddexp.reduce(-a * np.log(np.arange(1, vocab_size + 1, dtype=np.float64)))
+    return -a * np.log(np.asarray(r, dtype=np.float64)) - log_norm
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    params: tuple[str, ...]
+    log_pmf: Callable[[np.ndarray, np.ndarray, int], np.ndarray]  # (ranks, theta, |V|)
+    start: Callable[[np.ndarray, np.ndarray], list[np.ndarray]]  # (ranks, counts) -> starting thetas
+    to_params: Callable[[np.ndarray], tuple[float, ...]] = lambda theta: tuple(float(math.exp(t)) for t in theta)
+
+
+def _moment_starts(r: np.ndarray, c: np.ndarray) -> list[np.ndarray]:
+    logs = np.log(r)
+    mean = float((c * logs).sum() / c.sum())
+    sd = float(np.sqrt(max((c * (logs - mean) ** 2).sum() / c.sum(), 1e-4)))
+    return [np.array([mean, math.log(1.0 / sd)]), np.array([mean, 0.0]), np.array([0.0, math.log(0.5)])]
+
+
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family(
+            "zipf", ("a",), _zipf_log_pmf, lambda r, c: [np.array([1.0]), np.array([1.5])], lambda t: (float(t[0]),)
+        ),
+        Family("stretched_exp", ("lam", "beta"), _weibull_log_pmf, _moment_starts),
+        Family("loglogistic", ("s", "b"), _loglogistic_log_pmf, _moment_starts),
+    )
+}
+
+
+@dataclass(frozen=True)
+class DistributionFit:
+    family: str
+    params: tuple[float, ...]
+    loglik_per_token: float
+    log_pmf: np.ndarray  # log P(R = r) for r = 1..|V|
+
+
+def fit_family(name: str, hist: np.ndarray, truncate: bool = True) -> DistributionFit:
+    """Maximum-likelihood fit of family `name` ("lognormal" or one of FAMILIES) to counts[r], r = 0..|V|."""
+    vocab_size = len(hist) - 1
+    r = np.nonzero(hist)[0]
+    c = np.asarray(hist[r], dtype=np.float64)
+    grid = np.arange(1, vocab_size + 1)
+    if name == "lognormal":
+        fit = fit_lognormal(hist, truncate=truncate)
+        table = log_pmf(grid, fit.mu, fit.sigma, vocab_size, truncate)
+        return DistributionFit("lognormal", (fit.mu, fit.sigma), float(c @ table[r - 1] / c.sum()), table)
+    family = FAMILIES[name]
+
+    def nll(theta: np.ndarray) -> float:
+        value = -float(c @ family.log_pmf(r, theta, vocab_size)) / c.sum()
+        return value if math.isfinite(value) else 1e300
+
+    best = None
+    for start in family.start(r, c):
+        res = minimize(nll, start, method="Nelder-Mead", options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 4000})
+        if best is None or res.fun < best.fun:
+            best = res
+    assert best is not None
+    table = family.log_pmf(grid, best.x, vocab_size)
+    return DistributionFit(name, family.to_params(best.x), -float(best.fun), table)
+
+
+@dataclass(frozen=True)
+class Vuong:
+    mean_llr: float  # mean log-likelihood ratio per token (positive: the first fits better)
+    z: float
+    p_value: float  # two-sided
+
+
+def vuong(first: DistributionFit, second: DistributionFit, hist: np.ndarray) -> Vuong:
+    """Vuong's normalised log-likelihood-ratio test of two fits on the same tokens (histogram counts)."""
+    r = np.nonzero(hist)[0]
+    c = np.asarray(hist[r], dtype=np.float64)
+    n = c.sum()
+    llr = first.log_pmf[r - 1] - second.log_pmf[r - 1]
+    mean = float(c @ llr / n)
+    sd = float(np.sqrt(max(c @ (llr - mean) ** 2 / n, 0.0)))
+    if sd == 0.0:
+        return Vuong(mean, 0.0 if mean == 0.0 else math.copysign(math.inf, mean), 1.0 if mean == 0.0 else 0.0)
+    z = math.sqrt(n) * mean / sd
+    return Vuong(mean, z, float(min(1.0, 2.0 * math.exp(float(log_ndtr(-abs(z)))))))

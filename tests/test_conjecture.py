@@ -1,0 +1,149 @@
+"""The lognormal conjecture and emergence beyond independence, on data with known answers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from rankscale.conjecture import decomposition, distribution_statistics, error_entropy, markov_run_rate, rank_sums
+from rankscale.lognormal import (
+    DegenerateRanks,
+    appendix_b,
+    entropy,
+    fit_lognormal,
+    implied,
+    log_pmf,
+    pmf,
+    sample_discrete_lognormal,
+)
+from rankscale.metrics import hit_pairs, rank_histogram, run_windows, segment_starts
+from rankscale.rankdist import FAMILIES, fit_family, vuong
+
+
+@pytest.mark.parametrize(("mu", "sigma", "vocab"), [(1.0, 1.0, 4096), (2.5, 2.0, 50277), (4.0, 3.0, 4096)])
+def test_entropy_of_a_discrete_lognormal_two_ways(mu: float, sigma: float, vocab: int) -> None:
+    """The closed sum over 1..|V| against the plug-in entropy of a large sample (Miller-Madow corrected)."""
+    exact = entropy(pmf(mu, sigma, vocab))
+    sample = rank_histogram(sample_discrete_lognormal(mu, sigma, vocab, 400_000, seed=3), vocab)
+    plug_in, corrected = error_entropy(sample.astype(np.float64))
+    assert corrected - plug_in == pytest.approx((np.count_nonzero(sample) - 1) / (2 * sample.sum()))
+    assert corrected == pytest.approx(exact, abs=0.01)
+    assert implied(mu, sigma, vocab, [1]).entropy == pytest.approx(exact, abs=1e-12)
+
+
+def exact_appendix_b(mu: float, sigma: float, top: int = 10**7) -> tuple[float, float]:
+    """What Appendix B approximates, summed: P(R = r) proportional to the lognormal density at r = 1, 2, ..."""
+    r = np.arange(1, top + 1, dtype=np.float64)
+    log_f = norm.logpdf(np.log(r), mu, sigma) - np.log(r)
+    log_p = log_f - np.logaddexp.reduce(log_f)
+    p = np.exp(log_p)
+    return float(-log_p[0]), float(-(p @ log_p))
+
+
+@pytest.mark.parametrize("mu", [0.0, 1.0, 2.0, 3.0])
+@pytest.mark.parametrize("sigma", [1.0, 1.5, 2.5])
+def test_appendix_b_approximates_its_sum(mu: float, sigma: float) -> None:
+    """Within 0.05 nats on this grid (the sum is cut at 10^7, which sigma <= 2.5 never reaches)."""
+    neg_log_p1, ce = appendix_b(mu, sigma)
+    exact_p1, exact_ce = exact_appendix_b(mu, sigma)
+    assert neg_log_p1 == pytest.approx(exact_p1, abs=0.05)
+    assert ce == pytest.approx(exact_ce, abs=0.05)
+    if mu >= 2:  # away from r = 1 the density is smooth at the integers: the trapezoid rule is close
+        assert ce == pytest.approx(exact_ce, abs=0.02)
+
+
+def test_appendix_b_error_grows_when_the_density_is_sharp() -> None:
+    """The trapezoid rule behind the closed form fails for a narrow lognormal (small sigma): the table's
+    `ce_appendix_b` next to `ee_lognormal` shows that error instead of hiding it."""
+    sharp = abs(appendix_b(0.0, 0.2)[0] - exact_appendix_b(0.0, 0.2, 1000)[0])
+    smooth = abs(appendix_b(3.0, 1.5)[0] - exact_appendix_b(3.0, 1.5)[0])
+    assert sharp > 0.25 and sharp > 50 * smooth
+
+
+@pytest.mark.parametrize("generator", ["lognormal", "stretched_exp", "loglogistic", "zipf"])
+def test_vuong_picks_the_generating_family(generator: str) -> None:
+    vocab, grid = 4096, np.arange(1, 4097)
+    thetas = {"stretched_exp": np.log([20.0, 0.4]), "loglogistic": np.log([8.0, 0.9]), "zipf": np.array([1.3])}
+    log_p = (
+        log_pmf(grid, 1.5, 2.0, vocab)
+        if generator == "lognormal"
+        else FAMILIES[generator].log_pmf(grid, thetas[generator], vocab)
+    )
+    p = np.exp(log_p - np.logaddexp.reduce(log_p))
+    hist = rank_histogram(np.random.default_rng(0).choice(grid, size=20_000, p=p), vocab)
+    fits = {name: fit_family(name, hist) for name in ["lognormal", *FAMILIES]}
+    best = fits[generator]
+    for name, other in fits.items():
+        if name == generator:
+            continue
+        test = vuong(best, other, hist)
+        assert test.z > 0, (name, test)
+        if generator != "zipf":  # a power law is the limit of the others' tails: they can mimic it
+            assert test.p_value < 0.01, (name, test)
+    same = vuong(best, fits[generator], hist)
+    assert same.z == 0 and same.p_value == 1.0  # identical fits: inconclusive
+
+
+def test_ce_decomposes_exactly() -> None:
+    rng = np.random.default_rng(5)
+    rank = np.minimum(rng.geometric(0.05, 50_000), 1000).astype(np.uint32)
+    logprob = (-rng.gamma(2.0, 1.5, rank.size) - 0.01 * rank).astype(np.float32)
+    counts, sums = rank_sums(rank, logprob, 1000)
+    ee, self_alignment, confidence = decomposition(counts, sums)
+    ce = -np.mean(logprob, dtype=np.float64)
+    assert ee + self_alignment + confidence == pytest.approx(ce, abs=1e-9)
+    assert ee == pytest.approx(error_entropy(counts)[0], abs=1e-12) and self_alignment >= 0
+
+
+def test_degenerate_ranks_give_a_note_not_the_starting_point() -> None:
+    hist = np.zeros(101)
+    hist[1] = 500
+    with pytest.raises(DegenerateRanks, match="every scored token has rank 1"):
+        fit_lognormal(hist)
+    stats = distribution_statistics(hist, -0.1 * hist, [1, 10], truncate=True)
+    assert math.isnan(stats["mu"]) and "rank 1" in stats["note"] and stats["ee"] == 0.0
+
+
+def test_untruncated_fit_is_the_authors_option() -> None:
+    """Without the cut at |V| the fit moves (heavy tails leak past |V|); the truncated one recovers the truth."""
+    vocab = 4096
+    hist = rank_histogram(sample_discrete_lognormal(3.0, 3.0, vocab, 100_000, seed=1), vocab)
+    truncated, untruncated = fit_lognormal(hist), fit_lognormal(hist, truncate=False)
+    assert truncated.mu == pytest.approx(3.0, abs=0.1) and truncated.sigma == pytest.approx(3.0, abs=0.1)
+    assert abs(untruncated.sigma - 3.0) > 0.3 and not untruncated.truncated
+
+
+def markov_hits(rng: np.random.Generator, documents: int, length: int, pi: float, stay: float) -> np.ndarray:
+    """A stationary two-state Markov chain of hits per document: P(hit) = pi, P(hit | hit) = stay."""
+    enter = pi * (1 - stay) / (1 - pi)  # P(hit | miss) that keeps pi stationary
+    chains = np.empty((documents, length), dtype=bool)
+    chains[:, 0] = rng.random(documents) < pi
+    for t in range(1, length):
+        u = rng.random(documents)
+        chains[:, t] = np.where(chains[:, t - 1], u < stay, u < enter)
+    return chains.ravel()
+
+
+def test_markov_prediction_is_exact_on_a_markov_chain_and_independence_is_not() -> None:
+    rng = np.random.default_rng(11)
+    documents, length, pi, stay = 400, 200, 0.3, 0.6
+    hit = markov_hits(rng, documents, length, pi, stay)
+    doc = np.repeat(np.arange(documents), length)
+    pos = np.tile(np.arange(1, length + 1), documents)
+    starts = segment_starts(doc, pos)
+    row = np.zeros(hit.size, dtype=np.int64)
+    ns = [1, 2, 3, 5, 8]
+    windows = run_windows(np.ones(hit.size, dtype=bool), starts, row, ns, 1)[0]
+    runs = run_windows(hit, starts, row, ns, 1)[0]
+    _, prev, both = hit_pairs(hit, starts, row, 1)
+    rbp = hit.mean()
+    for n, w, r in zip(ns, windows, runs, strict=True):
+        empirical = r / w
+        markov = float(markov_run_rate(rbp, prev[0], both[0], n))
+        truth = pi * stay ** (n - 1)
+        assert markov == pytest.approx(truth, rel=0.05) and empirical == pytest.approx(markov, rel=0.08), n
+        if n >= 3:
+            assert empirical > 2 * rbp**n  # hits cluster: independence underestimates runs
