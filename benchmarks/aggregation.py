@@ -1,0 +1,154 @@
+"""Aggregation: from rank arrays of 10^6 tokens per model to the tables and fits.
+
+Six synthetic models x 10^6 tokens (|V| = 50,277, Pythia's vocabulary; ranks drawn from a discrete
+lognormal whose mu falls with size, ~2000 documents each), the analysis settings of
+config/config.yaml (schema defaults filled in). Each entry of `STEPS` is timed, rounds interleaved:
+`summarize` per model, then every table of `rankscale.tables.TABLES` (metrics, fits, ...). Target: one model's 10^6 tokens summarized plus every
+table and fit in under 2 s.
+
+To time another step (e.g. a bootstrap), add a `Step` to `STEPS`: its `run(data, model)` does one
+call (per model, or once with model None) and may leave results in `data` for later steps.
+
+    python benchmarks/aggregation.py [--tokens 1000000] [--models 6]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import harness
+import numpy as np
+import yaml
+
+from rankscale.config import validate
+from rankscale.lognormal import sample_discrete_lognormal
+from rankscale.rankfile import RankArrays
+from rankscale.summary import summarize
+from rankscale.tables import TABLES, build_table
+
+VOCAB = 50277
+
+
+@dataclass
+class Data:
+    """The synthetic rank arrays and what the steps computed from them."""
+
+    arrays: list[RankArrays]
+    metas: list[dict[str, Any]]
+    analysis: dict[str, Any]
+    summaries: dict[int, dict[str, Any]] = field(default_factory=dict)
+    tables: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    label: str  # the row of the results table
+    run: Callable[[Data, int | None], Any]
+    per_model: bool = False  # timed once per model (reported best / worst), else once over all
+    in_total: bool = True  # counts towards the headline time (per-model steps: the worst model)
+
+
+def _summarize(data: Data, i: int | None) -> None:
+    assert i is not None
+    data.summaries[i] = summarize(data.arrays[i], data.metas[i], data.analysis, "synthetic")[0]
+
+
+def _table(name: str) -> Callable[[Data, int | None], None]:
+    def run(data: Data, _: int | None) -> None:
+        settings = {k: data.analysis[k] for k in TABLES[name].settings}
+        data.tables[name] = build_table(
+            name, [data.summaries[i] for i in sorted(data.summaries)], data.tables, settings
+        )
+
+    return run
+
+
+def _table_order() -> list[str]:
+    """Every table of rankscale.tables.TABLES, each after the tables it needs."""
+    done: list[str] = []
+    while len(done) < len(TABLES):
+        ready = [n for n, t in TABLES.items() if n not in done and set(t.needs) <= set(done)]
+        if not ready:
+            raise ValueError(f"tables whose needs are never met: {sorted(set(TABLES) - set(done))}")
+        done.append(ready[0])
+    return done
+
+
+STEPS: list[Step] = [
+    Step("summarize", "`summarize` (histogram, totals on the k grid, lognormal fit, runs)", _summarize, per_model=True),
+    *(Step(name, f"table `{name}` over every model (`build_table`)", _table(name)) for name in _table_order()),
+]
+
+
+def synthetic(n: int, mu: float, sigma: float, n_docs: int, seed: int) -> RankArrays:
+    """Lognormal ranks, log-probs falling with log rank, ~n_docs documents."""
+    rng = np.random.default_rng(seed)
+    rank = sample_discrete_lognormal(mu, sigma, VOCAB, n, seed=seed).astype(np.uint32)
+    logprob = -(0.9 * np.log(rank) + rng.exponential(0.3, n)).astype(np.float32)
+    lengths = rng.multinomial(n, np.full(n_docs, 1 / n_docs))
+    doc = np.repeat(np.arange(n_docs), lengths).astype(np.uint32)
+    pos = (np.arange(n) - np.repeat(np.cumsum(lengths) - lengths, lengths) + 1).astype(np.uint32)
+    target = rng.integers(0, VOCAB, n).astype(np.uint32)
+    return RankArrays(rank=rank, logprob=logprob, doc=doc, pos=pos, target=target)
+
+
+def build(tokens: int, models: int) -> Data:
+    config = validate(yaml.safe_load((harness.REPO / "config" / "config.yaml").read_text()))
+    sizes = np.logspace(7, 10, models)
+    arrays = [synthetic(tokens, 3.0 - 0.3 * i, 2.6 - 0.05 * i, 2000, i) for i in range(models)]
+    metas = [
+        {"vocab_size": VOCAB, "model": f"m{i}", "dataset": "synthetic", "S": int(s), "ties": "ge", "sha256": "0" * 64}
+        for i, s in enumerate(sizes)
+    ]
+    return Data(arrays, metas, dict(config["analysis"]))
+
+
+def main(argv: list[str] | None = None) -> str:
+    p = harness.parser(__doc__)
+    p.add_argument("--tokens", type=int, default=10**6, help="scored tokens per synthetic model")
+    p.add_argument("--models", type=int, default=6)
+    b = harness.start("aggregation", p, argv)
+    a = b.args
+    if a.quick:
+        a.tokens, a.models, a.repeats = 10**5, 3, 1
+    data = build(a.tokens, a.models)
+    calls: dict[str, Callable[[], Any]] = {}
+    for step in STEPS:
+        for i in range(a.models) if step.per_model else [None]:
+            calls[f"{step.name} {i}" if step.per_model else step.name] = lambda s=step, i=i: s.run(data, i)
+    times, _ = harness.interleave(calls, a.repeats, b.device, a.quiet_wait)
+    rows, total = [], 0.0
+    for step in STEPS:
+        if step.per_model:
+            best = [times[f"{step.name} {i}"].best for i in range(a.models)]
+            rows.append(
+                f"| {step.label}, {a.tokens:,} tokens: best / worst model | {min(best):.3f} / {max(best):.3f} |"
+            )
+            total += max(best) if step.in_total else 0.0
+        else:
+            rows.append(f"| {step.label} | {times[step.name].best:.3f} |")
+            total += times[step.name].best if step.in_total else 0.0
+    fits = data.tables["powerlaw_fits"]
+    k1 = fits[(fits["metric"] == "neg_log_rbp") & (fits["k"] == 1)].iloc[0]
+    lines = [
+        f"{a.models} synthetic models × {a.tokens:,} tokens, |V| = {VOCAB:,}, ranks from `sample_discrete_lognormal`, "
+        f"~2000 documents each; analysis settings of config/config.yaml. {len(fits)} fit rows (k = 1: alpha = "
+        f"{k1['alpha']:.3f}, R² = {k1['r2']:.3f}). Seconds, best of {a.repeats} interleaved rounds after a warm-up.",
+        "",
+        "| step | seconds |",
+        "|---|---|",
+        *rows,
+        f"| **one model's tokens summarized + every table** (worst model + the rest) | **{total:.2f}** |",
+        "",
+        f"**Target**: < 2 s: {total:.2f} s ({'met' if total < 2 else 'missed'}).",
+    ]
+    return b.finish(
+        b.section("aggregation"), f"Aggregation and fits for {a.tokens:,} tokens per model", "\n".join(lines)
+    )
+
+
+if __name__ == "__main__":
+    main()
