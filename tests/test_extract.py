@@ -510,3 +510,17 @@ def test_target_after_an_added_bos_is_not_scored(
     expected = [(d, p) for d, n in enumerate(with_bos.doc_lengths()) for p in range(2, int(n))]
     assert list(zip(arrays.doc.tolist(), arrays.pos.tolist(), strict=True)) == expected
     assert_matches_reference(arrays, reference(model, with_bos, windows, len(tok)))
+
+
+def test_out_of_memory_is_recognised_on_every_backend() -> None:
+    """The batch back-off must see a CPU allocator failure too, not only CUDA's typed error."""
+    from rankscale.extract import is_out_of_memory
+
+    assert is_out_of_memory(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+    assert is_out_of_memory(
+        RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:121] DefaultCPUAllocator: can't allocate memory: you tried to allocate 1"
+        )
+    )
+    assert is_out_of_memory(RuntimeError("MPS backend out of memory"))
+    assert not is_out_of_memory(RuntimeError("shape mismatch"))

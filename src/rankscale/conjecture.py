@@ -14,12 +14,15 @@ computation on the replicate's histogram.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import sparse
+from scipy.special import logsumexp
 
-from rankscale.lognormal import DegenerateRanks, appendix_b, entropy, fit_lognormal, implied
+from rankscale.lognormal import DegenerateRanks, appendix_b, entropy, fit_lognormal, implied, log_pmf_and_score
 
 
 def rank_sums(rank: np.ndarray, logprob: np.ndarray, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -96,3 +99,106 @@ def markov_run_rate(rbp: np.ndarray, prev_hit: np.ndarray, both_hit: np.ndarray,
     with np.errstate(invalid="ignore", divide="ignore"):
         stay = np.asarray(both_hit, dtype=np.float64) / np.asarray(prev_hit, dtype=np.float64)
     return np.asarray(rbp, dtype=np.float64) * stay ** (n - 1)
+
+
+def block_statistics(counts: np.ndarray, logprob_sums: np.ndarray) -> dict[str, np.ndarray]:
+    """ee, ee_mm, self_alignment and confidence of each column of weighted histograms [|V| + 1, b]."""
+    n = counts.sum(axis=0)
+    seen = counts > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = counts / n
+        log_p = np.where(seen, np.log(np.where(seen, p, 1.0)), 0.0)
+        log_q_raw = np.where(seen, logprob_sums / np.where(seen, counts, 1.0), -np.inf)
+    ee = -(p * log_p).sum(axis=0)
+    log_c = logsumexp(log_q_raw, axis=0)
+    kl = (p * np.where(seen, log_p - (log_q_raw - log_c), 0.0)).sum(axis=0)
+    return {"ee": ee, "ee_mm": ee + (seen.sum(axis=0) - 1) / (2 * n), "self_alignment": kl, "confidence": -log_c}
+
+
+@dataclass(frozen=True)
+class OneStep:
+    """The lognormal refitted on a replicate by one Newton step from the full-data fit.
+
+    theta_b = theta - H^-1 grad_b(theta), with H the full-data Hessian of the mean negative
+    log-likelihood and grad_b the replicate's gradient at theta: the linearised bootstrap of a
+    maximum-likelihood estimate (first-order equal to refitting each replicate, at the cost of a
+    matrix product). Quantities the fit implies follow by the delta method.
+    """
+
+    theta: np.ndarray  # (mu, log sigma) of the full-data fit
+    score: np.ndarray  # d log P(R = r) / d theta at theta, [|V| + 1, 2] (row 0: no rank 0)
+    inverse_hessian: np.ndarray  # [2, 2]
+    values: dict[str, float]  # implied quantities at theta
+    jacobian: dict[str, np.ndarray]  # their gradients in theta
+
+    @classmethod
+    def at(cls, counts: np.ndarray, mu: float, sigma: float, ks: Sequence[int], truncate: bool) -> OneStep:
+        vocab_size = len(counts) - 1
+        theta = np.array([mu, math.log(sigma)])
+        score = np.zeros((vocab_size + 1, 2))
+        score[1:] = log_pmf_and_score(np.arange(1, vocab_size + 1), mu, sigma, vocab_size, truncate)[1]
+        seen = np.nonzero(counts)[0]
+        weights = counts[seen] / counts.sum()
+
+        def gradient(t: np.ndarray) -> np.ndarray:
+            return -(weights @ log_pmf_and_score(seen, t[0], math.exp(t[1]), vocab_size, truncate)[1])
+
+        def implied_values(t: np.ndarray) -> dict[str, float]:
+            got = implied(t[0], math.exp(t[1]), vocab_size, list(ks), truncate)
+            return {
+                "ee_lognormal": got.entropy,
+                "neg_log_p1_lognormal": got.neg_log_p1,
+                **{f"neg_log_rbp{k}_lognormal": v for k, v in got.neg_log_rbp.items()},
+            }
+
+        step = 1e-4
+        hessian = np.empty((2, 2))
+        jacobian_columns = []
+        for i, e in enumerate(np.eye(2) * step):
+            hessian[:, i] = (gradient(theta + e) - gradient(theta - e)) / (2 * step)
+            up, down = implied_values(theta + e), implied_values(theta - e)
+            jacobian_columns.append({name: (up[name] - down[name]) / (2 * step) for name in up})
+        hessian = (hessian + hessian.T) / 2
+        jacobian = {name: np.array([col[name] for col in jacobian_columns]) for name in jacobian_columns[0]}
+        return cls(theta, score, np.linalg.inv(hessian), implied_values(theta), jacobian)
+
+    def replicates(self, counts: np.ndarray) -> dict[str, np.ndarray]:
+        """mu, sigma and the implied quantities for each column of replicate histograms [|V| + 1, b]."""
+        gradient = -(counts.T @ self.score) / counts.sum(axis=0)[:, None]  # [b, 2]
+        theta = self.theta - gradient @ self.inverse_hessian.T
+        shift = theta - self.theta
+        out = {"mu": theta[:, 0], "sigma": np.exp(theta[:, 1])}
+        out.update({name: self.values[name] + shift @ self.jacobian[name] for name in self.values})
+        closed = np.array([appendix_b(m, s) for m, s in zip(out["mu"], out["sigma"], strict=True)]).reshape(-1, 2)
+        out["neg_log_p1_appendix_b"], out["ce_appendix_b"] = closed[:, 0], closed[:, 1]
+        return out
+
+
+def distribution_replicates(
+    rank_by_row: sparse.csr_matrix,
+    logprob_by_row: sparse.csr_matrix,
+    weight_blocks: Iterable[np.ndarray],
+    point: Mapping[str, Any],
+    ks: Sequence[int],
+    truncate: bool,
+) -> dict[str, np.ndarray]:
+    """Replicates of every `distribution_statistics` value: each block of weights [b, documents]
+    resamples the per-document rank histograms (`rank_by_row`: counts [|V| + 1, documents])."""
+    counts_all = np.asarray(rank_by_row.sum(axis=1)).ravel()
+    one_step = None if point["note"] else OneStep.at(counts_all, point["mu"], point["sigma"], ks, truncate)
+    parts: list[dict[str, np.ndarray]] = []
+    for weights in weight_blocks:
+        counts = np.asarray(rank_by_row @ weights.T)
+        out = block_statistics(counts, np.asarray(logprob_by_row @ weights.T))
+        if one_step is not None:
+            out.update(one_step.replicates(counts))
+        parts.append(out)
+    names = [name for name, value in point.items() if isinstance(value, float)]
+    if not parts:
+        return {name: np.zeros(0) for name in names}
+    return {
+        name: np.concatenate([p[name] for p in parts])
+        if name in parts[0]
+        else np.full(sum(len(p["ee"]) for p in parts), np.nan)
+        for name in names
+    }

@@ -36,10 +36,12 @@ def auto_head_chunk(columns: int) -> int:
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """CUDA and CPU raise typed errors; MPS and some kernels raise RuntimeError with a message."""
+    """CUDA raises a typed error; MPS, some kernels and the CPU allocator ("DefaultCPUAllocator: can't
+    allocate memory") raise RuntimeError with a message."""
     if isinstance(exc, torch.OutOfMemoryError | MemoryError):
         return True
-    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+    message = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("out of memory" in message or "can't allocate memory" in message)
 
 
 def check_head(model: Any, input_ids: torch.Tensor) -> None:

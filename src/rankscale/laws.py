@@ -147,34 +147,47 @@ class OffsetPowerLaw:
     def fit(cls, size: np.ndarray, y: np.ndarray) -> OffsetPowerLaw:
         size, y = _check(size, y, min_sizes=3)
         x, ly = np.log(size), np.log(y)
-        scale = float(np.exp(x.mean()))  # S / scale keeps C of order y whatever the sizes
+        centre = float(x.mean())  # S / exp(centre) keeps C of order y whatever the sizes
 
         def residual(theta: np.ndarray) -> np.ndarray:
             log_c, alpha, e = theta
             with np.errstate(over="ignore"):  # far-off trial steps; the optimiser backs off
-                return ly - np.log(e + np.exp(log_c - alpha * (x - np.log(scale))))
+                return ly - np.log(e + np.exp(log_c - alpha * (x - centre)))
 
         best = None
-        for alpha0 in (0.05, 0.2, 0.5, 1.0):
-            for share in (0.0, 0.3, 0.6, 0.9):
-                e0 = share * float(y.min())
-                c0 = max(float(np.median(y)) - e0, 1e-12)
-                start = np.array([np.log(c0), alpha0, e0])
-                res = least_squares(
-                    residual,
-                    start,
-                    bounds=([-np.inf, -2.0, 0.0], [np.inf, 5.0, np.inf]),
-                    loss="huber",
-                    f_scale=0.1,
-                    x_scale="jac",
-                    max_nfev=2000,
-                )
-                if best is None or res.cost < best.cost:
-                    best = res
+        for start in _offset_starts(x - centre, y):
+            res = least_squares(
+                residual, start, bounds=([-np.inf, -2.0, 0.0], [np.inf, 5.0, np.inf]),
+                loss="huber", f_scale=0.1, x_scale="jac", max_nfev=2000,
+            )  # fmt: skip
+            if best is None or res.cost < best.cost:
+                best = res
         assert best is not None
         log_c, alpha, e = (float(v) for v in best.x)
-        law = cls(E=e, alpha=alpha, C=float(np.exp(log_c)) * scale**alpha, r2=float("nan"), n=int(size.size))
-        return cls(E=e, alpha=alpha, C=law.C, r2=r_squared(ly, np.log(law.predict(size))), n=law.n)
+        c = float(np.exp(log_c + alpha * centre))  # exp(log_c - alpha (log S - centre)) = c S^-alpha
+        fitted = e + c * size ** (-alpha)
+        return cls(E=e, alpha=alpha, C=c, r2=r_squared(ly, np.log(fitted)), n=int(size.size))
+
+
+def _offset_starts(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
+    """Starts for E + C exp(-alpha x): for each alpha of a grid, (E >= 0, C) by weighted linear least
+    squares (weights 1/y: relative errors, as in log space); the best two by log-space error, plus E = 0."""
+    candidates = []
+    for alpha in (0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.5):
+        basis = np.exp(-alpha * x)
+        design = np.stack([np.ones_like(x), basis], axis=1) / y[:, None]
+        (e, c), *_ = np.linalg.lstsq(design, np.ones_like(y), rcond=None)
+        if e < 0:  # the floor is at its bound: fit C alone
+            e, c = 0.0, float(basis @ y / (basis @ basis))
+        if c <= 0:
+            continue
+        error = float(np.sum((np.log(y) - np.log(e + c * basis)) ** 2))
+        candidates.append((error, np.array([np.log(c), alpha, e])))
+    candidates.sort(key=lambda item: item[0])
+    pure_alpha = -np.polyfit(x, np.log(y), 1)[0]
+    return [start for _, start in candidates[:2]] + [
+        np.array([float(np.log(y).mean()), float(np.clip(pure_alpha, -2, 5)), 0.0])
+    ]
 
 
 FORMS: dict[str, FitForm] = {

@@ -71,30 +71,34 @@ def _log_phi(x: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(x), -0.5 * np.square(x) - LOG_SQRT_2PI, -np.inf)
 
 
+def log_pmf_and_score(
+    ranks: np.ndarray, mu: float, sigma: float, vocab_size: int, truncate: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """log P(R = r) and its gradient in (mu, log sigma), shape [n, 2], for each rank.
+
+    d log(Phi(b) - Phi(a)) / d mu = (phi(a) - phi(b)) / (sigma D); / d log sigma = (a phi(a) - b phi(b)) / D.
+    """
+    a, b = _bounds(ranks, mu, sigma)
+    log_d = _log_diff_ndtr(a, b)
+    low, high = _norm_bounds(mu, sigma, vocab_size, truncate)
+    log_z = float(_log_diff_ndtr(np.array([low]), np.array([high]))[0])
+    pa, pb = np.exp(_log_phi(a) - log_d), np.exp(_log_phi(b) - log_d)
+    z_low = math.exp(float(_log_phi(np.array([low]))[0]) - log_z)
+    z_high = math.exp(float(_log_phi(np.array([high]))[0]) - log_z)
+    d_mu = ((pa - pb) - (z_low - z_high)) / sigma
+    a_pa = np.where(np.isfinite(a), a * pa, 0.0)
+    b_pb = np.where(np.isfinite(b), b * pb, 0.0)
+    edge = (low * z_low if math.isfinite(low) else 0.0) - (high * z_high if math.isfinite(high) else 0.0)
+    return log_d - log_z, np.stack([d_mu, (a_pa - b_pb) - edge], axis=1)
+
+
 def _nll_and_gradient(
     theta: np.ndarray, r: np.ndarray, c: np.ndarray, vocab_size: int, truncate: bool
 ) -> tuple[float, np.ndarray]:
     """Mean negative log-likelihood over the histogram (r, counts c), and its gradient in (mu, log sigma)."""
-    mu, sigma = float(theta[0]), float(np.exp(theta[1]))
+    log_p, score = log_pmf_and_score(r, float(theta[0]), float(np.exp(theta[1])), vocab_size, truncate)
     n = c.sum()
-    a, b = _bounds(r, mu, sigma)
-    log_d = _log_diff_ndtr(a, b)
-    low, high = _norm_bounds(mu, sigma, vocab_size, truncate)
-    log_z = float(_log_diff_ndtr(np.array([low]), np.array([high]))[0])
-    nll = float(-(c @ log_d) / n + log_z)
-    # d log(Phi(b) - Phi(a)) / d mu = (phi(a) - phi(b)) / (sigma D); / d log sigma = (a phi(a) - b phi(b)) / D
-    pa, pb = np.exp(_log_phi(a) - log_d), np.exp(_log_phi(b) - log_d)
-    pz_low, pz_high = (
-        math.exp(float(_log_phi(np.array([low]))[0]) - log_z),
-        math.exp(float(_log_phi(np.array([high]))[0]) - log_z),
-    )
-    d_mu = ((c @ (pa - pb)) / n - (pz_low - pz_high)) / sigma
-    a_pa = np.where(np.isfinite(a), a * pa, 0.0)
-    b_pb = np.where(np.isfinite(b), b * pb, 0.0)
-    low_term = low * pz_low if math.isfinite(low) else 0.0
-    high_term = high * pz_high if math.isfinite(high) else 0.0
-    d_log_sigma = (c @ (a_pa - b_pb)) / n - (low_term - high_term)
-    return nll, -np.array([d_mu, d_log_sigma])
+    return float(-(c @ log_p) / n), -(c @ score) / n
 
 
 def fit_lognormal(hist: np.ndarray, truncate: bool = True, start: tuple[float, float] | None = None) -> LognormalFit:
@@ -116,16 +120,19 @@ def fit_lognormal(hist: np.ndarray, truncate: bool = True, start: tuple[float, f
     logs = np.log(r)
     mean = float((c * logs).sum() / n)
     sd = float(np.sqrt(max((c * (logs - mean) ** 2).sum() / n, 1e-4)))
-    starts = [start] if start is not None else [(mean, math.log(sd)), (mean - sd, math.log(2 * sd)), (0.0, 0.0)]
+    # the moments of log R start well; wider guesses only if that start does not converge
+    starts = [(start[0], math.log(start[1]))] if start is not None else [(mean, math.log(sd))]
+    starts += [(mean - sd, math.log(2 * sd)), (0.0, 0.0)]
     best = None
     for guess in starts:
-        theta0 = np.array([guess[0], guess[1] if start is None else math.log(guess[1])])
         res = minimize(
-            _nll_and_gradient, theta0, args=(r, c, vocab_size, truncate), jac=True, method="L-BFGS-B",
+            _nll_and_gradient, np.array(guess), args=(r, c, vocab_size, truncate), jac=True, method="L-BFGS-B",
             bounds=[(-50.0, 50.0), (math.log(1e-3), math.log(50.0))], options={"ftol": 1e-13, "gtol": 1e-9, "maxiter": 500},
         )  # fmt: skip
         if best is None or res.fun < best.fun:
             best = res
+        if res.success:
+            break
     assert best is not None
     return LognormalFit(float(best.x[0]), float(np.exp(best.x[1])), float(best.fun), int(n), truncate)
 

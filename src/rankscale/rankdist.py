@@ -17,10 +17,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.special import log_ndtr
+from scipy.optimize import minimize, minimize_scalar
+from scipy.special import log_ndtr, logsumexp
 
 from rankscale.lognormal import fit_lognormal, log_pmf
 
@@ -52,11 +53,15 @@ def _loglogistic_log_pmf(r: np.ndarray, theta: np.ndarray, vocab_size: int) -> n
     return _log_bins(log_sf(edges + 0.5), log_sf(edges - 0.5)) - log_z
 
 
+@cache
+def _log_ranks(vocab_size: int) -> np.ndarray:
+    return np.log(np.arange(1, vocab_size + 1, dtype=np.float64))
+
+
 def _zipf_log_pmf(r: np.ndarray, theta: np.ndarray, vocab_size: int) -> np.ndarray:
     """theta = (a,); P(R = r) = r^-a / sum_{j <= |V|} j^-a."""
     a = float(theta[0])
-    log_norm = np.logaddexp.reduce(-a * np.log(np.arange(1, vocab_size + 1, dtype=np.float64)))
-    return -a * np.log(np.asarray(r, dtype=np.float64)) - log_norm
+    return -a * np.log(np.asarray(r, dtype=np.float64)) - float(logsumexp(-a * _log_ranks(vocab_size)))
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,7 @@ def _moment_starts(r: np.ndarray, c: np.ndarray) -> list[np.ndarray]:
     logs = np.log(r)
     mean = float((c * logs).sum() / c.sum())
     sd = float(np.sqrt(max((c * (logs - mean) ** 2).sum() / c.sum(), 1e-4)))
-    return [np.array([mean, math.log(1.0 / sd)]), np.array([mean, 0.0]), np.array([0.0, math.log(0.5)])]
+    return [np.array([mean, math.log(1.0 / sd)]), np.array([0.0, math.log(0.5)])]
 
 
 FAMILIES: dict[str, Family] = {
@@ -111,14 +116,20 @@ def fit_family(name: str, hist: np.ndarray, truncate: bool = True) -> Distributi
         value = -float(c @ family.log_pmf(r, theta, vocab_size)) / c.sum()
         return value if math.isfinite(value) else 1e300
 
-    best = None
-    for start in family.start(r, c):
-        res = minimize(nll, start, method="Nelder-Mead", options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 4000})
-        if best is None or res.fun < best.fun:
-            best = res
-    assert best is not None
-    table = family.log_pmf(grid, best.x, vocab_size)
-    return DistributionFit(name, family.to_params(best.x), -float(best.fun), table)
+    if len(family.params) == 1:  # one parameter: a bounded scalar search
+        one = minimize_scalar(
+            lambda a: nll(np.array([a])), bounds=(1e-3, 20.0), method="bounded", options={"xatol": 1e-8}
+        )
+        theta, value = np.array([one.x]), float(one.fun)
+    else:
+        best = None
+        for start in family.start(r, c):
+            res = minimize(nll, start, method="Nelder-Mead", options={"xatol": 1e-6, "fatol": 1e-10, "maxiter": 2000})
+            if best is None or res.fun < best.fun:
+                best = res
+        assert best is not None
+        theta, value = best.x, float(best.fun)
+    return DistributionFit(name, family.to_params(theta), -value, family.log_pmf(grid, theta, vocab_size))
 
 
 @dataclass(frozen=True)

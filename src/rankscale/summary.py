@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import sparse
 
 from rankscale.bootstrap import replicate_totals, resample_counts
-from rankscale.conjecture import distribution_statistics, rank_sums
+from rankscale.conjecture import distribution_replicates, distribution_statistics, rank_sums
 from rankscale.metrics import hit_pairs, k_grid, rank_histogram, run_windows, segment_starts
 from rankscale.rankdist import FAMILIES, fit_family, vuong
 from rankscale.rankfile import RankArrays
@@ -112,12 +113,12 @@ class RankPairs:
             np.bincount(inverse, weights=arrays.logprob.astype(np.float64)),
         )
 
-    def histogram(self, row_weights: np.ndarray, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
-        """Weighted (counts, log-prob sums) per rank, each document counted `row_weights[row]` times."""
-        w = row_weights[self.row]
+    def by_row(self, vocab_size: int, n_rows: int) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
+        """Per-document rank histograms and log-prob sums as sparse matrices [|V| + 1, documents]."""
+        shape = (vocab_size + 1, n_rows)
         return (
-            np.bincount(self.rank, weights=w * self.count, minlength=vocab_size + 1),
-            np.bincount(self.rank, weights=w * self.logprob, minlength=vocab_size + 1),
+            sparse.csr_matrix((self.count, (self.rank, self.row)), shape=shape),
+            sparse.csr_matrix((self.logprob, (self.rank, self.row)), shape=shape),
         )
 
 
@@ -166,15 +167,14 @@ def summarize(
     keys = (resampling.seed, resampling.family, resampling.dataset)
     replicates = replicate_totals(stats, units, resampling.n_units, resampling.replicates, *keys)
     distribution = distribution_statistics(*rank_sums(arrays.rank, arrays.logprob, vocab_size), law_k, truncate)
-    start = None if distribution["note"] else (distribution["mu"], distribution["sigma"])
-    draws = [
-        distribution_statistics(*pairs.histogram(weights[units].astype(np.float64), vocab_size), law_k, truncate, start)
-        for block in resample_counts(resampling.n_units, analysis["lognormal"]["replicates"], *keys)
-        for weights in block
-    ]
+    blocks = (
+        b[:, units].astype(np.float64)
+        for b in resample_counts(resampling.n_units, analysis["lognormal"]["replicates"], *keys)
+    )
+    replicates.update(
+        distribution_replicates(*pairs.by_row(vocab_size, len(docs)), blocks, distribution, law_k, truncate)
+    )
     statistics = [name for name, value in distribution.items() if isinstance(value, float)]
-    for name in statistics:
-        replicates[name] = np.array([d[name] for d in draws], dtype=np.float64)
     run_total, run_hit = stats["run_windows"].sum(axis=0), stats["run_hits"].sum(axis=0)
     runs = [
         {
@@ -205,7 +205,7 @@ def summarize(
         "emergence_N": emergence_n,
         "law_k": law_k,
         "distribution": distribution,
-        "distribution_replicates": len(draws),
+        "distribution_replicates": int(analysis["lognormal"]["replicates"]),
         "lognormal": {
             "mu": distribution["mu"],
             "sigma": distribution["sigma"],

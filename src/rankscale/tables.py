@@ -297,11 +297,12 @@ def extrapolation_table(metrics: pd.DataFrame, replicates: Replicates, ks: Seque
     return df
 
 
-def form_comparison_table(metrics: pd.DataFrame, forms: Sequence[str]) -> pd.DataFrame:
-    """Every form of `forms` fitted to every (family, dataset, metric, k): parameters, leave-one-out
-    RMSE and AICc in log space, and the preferred form of each group."""
+def form_comparison_table(metrics: pd.DataFrame, forms: Sequence[str], ks: Sequence[int]) -> pd.DataFrame:
+    """Every form of `forms` fitted to every (family, dataset, metric) and, for RBP_k, every k of `ks`:
+    parameters, leave-one-out RMSE and AICc in log space, and the preferred form of each group."""
     rows = []
-    for (family, dataset, name, k), group in metrics.groupby(
+    wanted = metrics[metrics["k"].isna() | metrics["k"].isin(list(ks))]
+    for (family, dataset, name, k), group in wanted.groupby(
         ["family", "dataset", "metric", "k"], dropna=False, sort=True
     ):
         metric = METRICS[name]
@@ -639,12 +640,14 @@ TABLES: dict[str, Table] = {
         ),
         Table(
             name="form_comparison",
-            build=lambda inputs: form_comparison_table(inputs.tables["metrics"], inputs.settings["forms"]),
+            build=lambda inputs: form_comparison_table(
+                inputs.tables["metrics"], inputs.settings["forms"], inputs.settings["law_k"]
+            ),
             needs=("metrics",),
             summaries=False,
-            settings=("forms",),
+            settings=("forms", "law_k"),
             caption=(
-                "Functional forms compared per family, dataset, metric and k: the pure power law ``C S^-alpha`` "
+                "Functional forms compared per family, dataset, metric (and k of ``analysis.law_k``): the pure power law ``C S^-alpha`` "
                 "against ``E + C S^-alpha`` (E >= 0, Huber loss on log y from a grid of starts, as Hoffmann et al. "
                 "2022). ``loo_rmse``: leave-one-out error in log space; ``aicc``: corrected Akaike criterion "
                 "(log space; infinite when there are too few sizes for the form); ``preferred``: the lowest AICc, "
