@@ -147,3 +147,36 @@ def test_markov_prediction_is_exact_on_a_markov_chain_and_independence_is_not() 
         assert markov == pytest.approx(truth, rel=0.05) and empirical == pytest.approx(markov, rel=0.08), n
         if n >= 3:
             assert empirical > 2 * rbp**n  # hits cluster: independence underestimates runs
+
+
+def test_one_step_replicates_match_full_refits() -> None:
+    """The lognormal on a bootstrap replicate is one Newton step from the full fit; refitting that replicate
+    fully lands on the same (mu, sigma) to a small fraction of the replicates' spread."""
+    from scipy import sparse
+
+    from rankscale.bootstrap import resample_counts
+    from rankscale.conjecture import distribution_replicates
+
+    vocab, documents = 4096, 300
+    rng = np.random.default_rng(4)
+    rows, ranks = [], []
+    for d in range(documents):  # documents differ in difficulty: mu varies by document
+        drawn = sample_discrete_lognormal(2.0 + rng.normal(0, 0.4), 2.2, vocab, 200, seed=d)
+        rows.append(np.full(drawn.size, d))
+        ranks.append(drawn)
+    row, rank = np.concatenate(rows), np.concatenate(ranks)
+    counts = sparse.csr_matrix((np.ones(rank.size), (rank, row)), shape=(vocab + 1, documents))
+    logprobs = sparse.csr_matrix((-np.log1p(rank.astype(float)), (rank, row)), shape=(vocab + 1, documents))
+    point = distribution_statistics(*rank_sums(rank, -np.log1p(rank.astype(float)), vocab), [1, 10], True)
+    blocks = [b.astype(float) for b in resample_counts(documents, 40, 0, "f", "d")]
+    reps = distribution_replicates(counts, logprobs, blocks, point, [1, 10], True)
+    spread = np.std(reps["mu"])
+    assert spread > 0.005
+    for b, weights in enumerate(np.concatenate(blocks)[:8]):
+        hist = np.asarray(counts @ weights).ravel()
+        full = fit_lognormal(hist, start=(point["mu"], point["sigma"]))
+        assert abs(full.mu - reps["mu"][b]) < 0.1 * spread and abs(full.sigma - reps["sigma"][b]) < 0.1 * np.std(
+            reps["sigma"]
+        )
+        exact_ee = error_entropy(hist)[0]
+        assert reps["ee"][b] == pytest.approx(exact_ee, abs=1e-12)  # histogram statistics are exact, not linearised

@@ -1,6 +1,8 @@
 # The offline model ladder: a BPE tokenizer and GPT-NeoX models trained here.
 
 rule ladder_corpus:
+    input:
+        evaluated=expand("results/corpus/{dataset}.jsonl", dataset=DATASETS),  # text the ladder must not see
     output:
         f"{LADDER_DIR}/train_corpus.jsonl",
     params:

@@ -1,4 +1,4 @@
-"""Rule ladder_corpus: the ladder's training text (held-out documents excluded)."""
+"""Rule ladder_corpus: the ladder's training text, text-disjoint from every evaluated dataset."""
 
 import sys
 
@@ -7,8 +7,9 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any en
 
 
 from rankscale.atomic import atomic_path
-from rankscale.corpus import write_jsonl
+from rankscale.corpus import read_jsonl, write_jsonl
 from rankscale.logs import setup_logging
+from rankscale.overlap import SPAN, disjoint_training_documents
 from rankscale.sources import load_documents
 
 log = setup_logging(snakemake.log[0])
@@ -17,5 +18,8 @@ for name, spec in snakemake.params.specs:
     part = load_documents(spec, where=f"ladder.corpus.{name}")
     log.info("%s: %d documents, %d characters", name, len(part), sum(len(d.text) for d in part))
     docs.extend(part)
+evaluated = [doc for path in snakemake.input.evaluated for doc in read_jsonl(path)]
+docs, report = disjoint_training_documents(docs, evaluated)
+log.info("without every %d-character span of the %d evaluated documents: %s", SPAN, len(evaluated), report)
 with atomic_path(snakemake.output[0]) as tmp:
     write_jsonl(docs, tmp)

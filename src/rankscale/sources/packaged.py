@@ -45,9 +45,12 @@ def pydoc_documents() -> Iterator[Document]:
 
 
 def stdlib_documents() -> Iterator[Document]:
-    """Python standard-library source files (tests and site-packages excluded), sorted."""
+    """Python standard-library source files (tests and site-packages excluded), sorted.
+
+    `pydoc_data` is left out: it holds the `pydoc_topics` corpus as string literals.
+    """
     root = Path(sysconfig.get_paths()["stdlib"])
-    skip = {"site-packages", "test", "tests", "idlelib", "lib2to3", "__pycache__", "turtledemo"}
+    skip = {"site-packages", "test", "tests", "idlelib", "lib2to3", "__pycache__", "turtledemo", "pydoc_data"}
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root)
         if skip.intersection(rel.parts):
