@@ -6,6 +6,7 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from collections import Counter
@@ -103,6 +104,28 @@ def file_states(root: Path, *patterns: str) -> dict[str, tuple[str, int]]:
         for path in sorted(root.glob(pattern))
         if path.is_file()
     }
+
+
+def assert_modes(work: Path, ladder: str, umask: int) -> None:
+    """Outputs have the modes open()/mkdir give under `umask` (not the 0600/0700 of mkstemp/mkdtemp)."""
+    checked = 0
+    for pattern in (
+        "results/ranks/*/*",
+        "results/tokens/*/*",
+        "results/corpus/*",
+        "results/tables/*",
+        "results/figures/*",
+        f"{ladder}/*",
+        f"{ladder}/models/*",
+        f"{ladder}/models/*/*",
+        f"{ladder}/tokenizer/*",
+    ):
+        for path in work.glob(pattern):
+            want = (0o777 if path.is_dir() else 0o666) & ~umask
+            mode = stat.S_IMODE(path.stat().st_mode)
+            assert mode == want, f"{path}: mode {oct(mode)}, umask {oct(umask)} says {oct(want)}"
+            checked += 1
+    assert checked > 50, checked
 
 
 @pytest.fixture(scope="session")

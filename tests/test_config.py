@@ -16,7 +16,7 @@ import yaml
 from rankscale.canon import canonical
 from rankscale.config import ConfigError, dataset_spec, load_schema, validate
 from rankscale.identity import RankIdentity
-from rankscale.plan import build_plan
+from rankscale.plan import build_plan, ladder_dir
 from tests.conftest import REPO
 
 DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())
@@ -169,18 +169,21 @@ def test_identity_reads_a_sidecar_written_before_it_existed() -> None:
     """Sidecars of earlier versions hold the same identity: upgrading recomputes no rank array."""
     old = json.loads((REPO / "tests/data/sidecar_before_identity.json").read_text())
     identity = build_plan(DEFAULT)["ladder-l4-d256"].identity("humaneval")
+    # the ladder has since moved to resources/ladder/<key>/ (one per configuration): a new location
+    ladder = ladder_dir(DEFAULT)
+    old.update(location=f"{ladder}/models/ladder-l4-d256", tokenizer=f"{ladder}/tokenizer")
     assert identity.diff(RankIdentity.from_sidecar(old)) == []
     assert all(old[key] == value for key, value in identity.sidecar().items())
     # the params Snakemake compares: the same content as before, keys now sorted
     assert identity.params() == {
         "dtype": "float32",
-        "location": "resources/ladder/models/ladder-l4-d256",
+        "location": f"{ladder}/models/ladder-l4-d256",
         "max_length": 128,
         "max_windows_per_doc": None,
         "revision": None,
         "stride": None,
         "ties": "ge",
-        "tokenizer": "resources/ladder/tokenizer",
+        "tokenizer": f"{ladder}/tokenizer",
     }
     assert list(identity.params()) == sorted(identity.params())
 

@@ -130,8 +130,24 @@ def test_get_field_dotted_paths() -> None:
     assert get_field(record, "question", "w") == "Which came first, A0 or B0?"
     assert get_field(record, "context.title", "w") == "A0\nB0"
     assert get_field(record, "context.sentences", "w") == "A0 was founded in 1900.\n It grew.\nB0 followed in 1950."
-    assert get_field({"a": {"b": {"c": 3}}}, "a.b.c", "w") == "3"
-    assert get_field({"a": None}, "a", "w") == ""
+    assert get_field({"a": {"b": {"c": "x"}}}, "a.b.c", "w") == "x"
+    assert get_field({"a": [["x", "y"], ["z"]]}, "a", "w", ["\n\n", " "]) == "x y\n\nz"
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        (None, "null"),
+        (3, "a number"),
+        (True, "a boolean"),
+        ({"nested": "x"}, "an object"),
+        (["a", None], "null inside"),
+    ],
+)
+def test_get_field_refuses_what_is_not_text(value: object, kind: str) -> None:
+    """str() of a number, null or dict would be scored as if it were text."""
+    with pytest.raises(CorpusError, match=f"w: text field 'a' holds {kind}"):
+        get_field({"a": value}, "a", "w")
 
 
 def test_get_field_missing_names_field_and_keys() -> None:
@@ -191,6 +207,59 @@ def test_local_text_files(tmp_path: Path) -> None:
     parts = load_documents({"source": "local", "path": str(path), "split_paragraphs": True}, "d")
     assert [d.text for d in parts] == ["first paragraph", "second paragraph", "third"]  # blank dropped
     assert [d.id for d in parts] == ["notes.txt:0", "notes.txt:1", "notes.txt:3"]
+
+
+@pytest.mark.parametrize(
+    ("name", "format", "expected"),
+    [
+        ("notes.JSONL", None, "jsonl"),
+        ("notes.Json.GZ", None, "jsonl"),
+        ("NOTES.TXT", None, "txt"),
+        ("README.md", None, "txt"),
+        ("notes", None, "txt"),
+        ("notes.data", "jsonl", "jsonl"),
+    ],
+)
+def test_local_format_from_suffix_in_any_case_or_declared(name: str, format: str | None, expected: str) -> None:
+    from rankscale.sources.local import file_format
+
+    assert file_format({"path": f"/d/{name}", "format": format}, "datasets.x") == expected
+
+
+def test_local_unknown_suffix_asks_for_a_format() -> None:
+    with pytest.raises(CorpusError, match=r"datasets.x.format: cannot tell the format of '/d/n.csv'.*format: jsonl"):
+        load_documents({"source": "local", "path": "/d/n.csv"}, "datasets.x")
+
+
+def test_gzip_is_recognised_by_its_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"  # gzipped, whatever the name says
+    path.write_bytes(gzip.compress(b'{"text": "zipped"}\n'))
+    assert [d.text for d in load_documents({"source": "local", "path": str(path)}, "d")] == ["zipped"]
+
+
+def test_invalid_records_are_refused_or_skipped_and_counted(tmp_path: Path) -> None:
+    from rankscale.sources import load_corpus
+
+    path = tmp_path / "mixed.jsonl"
+    path.write_text('{"text": "a"}\n{"text": null}\n[1, 2]\n{"text": {"x": 1}}\n{"body": "b"}\n{"text": "c"}\n')
+    spec = {"source": "local", "path": str(path)}
+    with pytest.raises(CorpusError, match=r"mixed.jsonl:2\): text field 'text' holds null"):
+        load_documents(spec, "datasets.m")
+    docs, counts = load_corpus({**spec, "skip_invalid_records": True}, "datasets.m")
+    assert [d.text for d in docs] == ["a", "c"] and counts == {"skipped_records": 4}
+
+
+def test_hub_records_follow_the_same_text_rule(hub_repo: Path) -> None:
+    from rankscale.sources import load_corpus
+
+    records = [dict(r) for r in HOTPOT_LIKE]
+    records[2]["question"] = None
+    write_records(hub_repo / "distractor" / "validation.jsonl", records)
+    spec = hub_spec(hub_repo, text_fields=["question"])
+    with pytest.raises(CorpusError, match=r"datasets.hotpot \(record 2\): text field 'question' holds null"):
+        load_documents(spec, "datasets.hotpot")
+    docs, counts = load_corpus({**spec, "skip_invalid_records": True}, "datasets.hotpot")
+    assert len(docs) == len(records) - 1 and counts == {"skipped_records": 1}
 
 
 def test_jsonl_round_trip(tmp_path: Path) -> None:

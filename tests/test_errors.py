@@ -19,11 +19,13 @@ import yaml
 
 from rankscale.atomic import sha256_file
 from rankscale.corpus import Document
+from rankscale.plan import ladder_dir
 from rankscale.rankfile import load_rank_arrays
 from rankscale.tokens import tokenize_documents
-from tests.conftest import REPO, copy_workflow, snakemake
+from tests.conftest import REPO, assert_modes, copy_workflow, snakemake
 
 SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+LADDER = ladder_dir(SMOKE)  # the smoke configuration's ladder directory
 
 
 def tiny_model_dir(path: Path, vocab_size: int = 64, pickle: bool = False, remote_code: bool = False) -> Path:
@@ -121,7 +123,7 @@ CONFIG_ERRORS = {
     ),
     "stride not below window": (
         _set("extraction.stride", 64),
-        ["ladder.sizes[0].stride", "64 must be in 1..max_length-1 = 63"],
+        ["extraction.stride", "64 must be in 1..max_length-1 = 63"],
     ),
     "unknown dataset source": (
         _set("datasets.humaneval", {"source": "ftp", "path": "x"}),
@@ -162,7 +164,7 @@ def workflow_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def dry_run(workdir: Path, config: dict, name: str = "case.yaml") -> subprocess.CompletedProcess[str]:
-    (workdir / "config" / name).write_text(yaml.safe_dump(config))
+    (workdir / "config" / name).write_text(yaml.safe_dump(config, sort_keys=False))  # ladder.corpus order matters
     return snakemake(workdir, "-n", "--cores", "1", "--configfile", f"config/{name}")
 
 
@@ -181,7 +183,7 @@ def test_config_error_names_key_and_value(case: str, workflow_copy: Path, tmp_pa
 
 def test_opted_in_local_model_is_accepted(workflow_copy: Path, tmp_path: Path) -> None:
     config = copy.deepcopy(SMOKE)
-    _local_model(pickle=True, allow_pickle=True, tokenizer="resources/ladder/tokenizer")(config, tmp_path)
+    _local_model(pickle=True, allow_pickle=True, tokenizer=f"{LADDER}/tokenizer")(config, tmp_path)
     config["models"].append({**config["models"][0], "name": "mine2"})
     result = dry_run(workflow_copy, config)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -219,7 +221,9 @@ def clone_run(src: Path, dest: Path) -> Path:
     return dest
 
 
-def _run(workdir: Path, *targets: str, config: str = "config/smoke.yaml", env: dict | None = None):
+def _run(
+    workdir: Path, *targets: str, config: str = "config/smoke.yaml", env: dict | None = None, umask: int | None = None
+):
     extra = {**os.environ, **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "snakemake", *targets, "--cores", "2", "--configfile", config],
@@ -228,6 +232,7 @@ def _run(workdir: Path, *targets: str, config: str = "config/smoke.yaml", env: d
         capture_output=True,
         text=True,
         timeout=600,
+        preexec_fn=None if umask is None else lambda: os.umask(umask),
     )
 
 
@@ -240,10 +245,10 @@ def test_missing_hub_model_gives_one_actionable_message(smoke_run: Path, tmp_pat
             "name": "ghost",
             "family": "ladder",
             "hub_id": "no-such-org/no-such-model",
-            "tokenizer": "resources/ladder/tokenizer",
+            "tokenizer": f"{LADDER}/tokenizer",
         }
     ]
-    (work / "config/ghost.yaml").write_text(yaml.safe_dump(config))
+    (work / "config/ghost.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     result = _run(work, "results/ranks/ghost/humaneval.npz", config="config/ghost.yaml")
     assert result.returncode != 0
     log = (work / "logs/extract/ghost/humaneval.log").read_text()
@@ -257,10 +262,8 @@ def test_tokenizer_larger_than_output_layer_is_refused(smoke_run: Path, tmp_path
     work = clone_run(smoke_run, tmp_path / "w")
     model = tiny_model_dir(work / "narrow", vocab_size=300)  # the ladder tokenizer has 512 tokens
     config = copy.deepcopy(SMOKE)
-    config["models"] = [
-        {"name": "narrow", "family": "ladder", "path": "narrow", "tokenizer": "resources/ladder/tokenizer"}
-    ]
-    (work / "config/narrow.yaml").write_text(yaml.safe_dump(config))
+    config["models"] = [{"name": "narrow", "family": "ladder", "path": "narrow", "tokenizer": f"{LADDER}/tokenizer"}]
+    (work / "config/narrow.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     result = _run(work, "results/ranks/narrow/humaneval.npz", config="config/narrow.yaml")
     assert result.returncode != 0
     log = (work / "logs/extract/narrow/humaneval.log").read_text()
@@ -344,7 +347,7 @@ def _assert_nothing_looks_complete_but_is_not(work: Path) -> None:
         sidecar = npz.with_suffix(".json")
         if sidecar.exists():  # a sidecar is written last: with it, the array must be whole
             load_rank_arrays(npz, sidecar)
-    for model in (work / "resources/ladder/models").glob("*"):
+    for model in (work / LADDER / "models").glob("*"):
         if not model.name.startswith("."):
             assert (model / "model.safetensors").exists() and (model / "training.json").exists(), model
 
@@ -375,11 +378,16 @@ def test_kill_during_training_and_extraction_loses_only_what_ran(tmp_path: Path)
         "split_heldout": "heldout",
         "max_scored_tokens": 60_000,
     }
-    (work / "config/kill.yaml").write_text(yaml.safe_dump(config))
+    (work / "config/kill.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    models = work / LADDER / "models"
+    assert ladder_dir(config) == LADDER  # the same training text and tokenizer: the same ladder directory
 
-    _kill_when(_start(work, "config/kill.yaml"), _log_has(work / "logs/ladder/train/smoke-c.log", "training corpus"))
+    # kill while smoke-c trains into its hidden temporary directory
+    training = lambda: any(models.glob(".smoke-c.*.tmp"))  # noqa: E731
+    _kill_when(_start(work, "config/kill.yaml"), training)
     _assert_nothing_looks_complete_but_is_not(work)
-    assert not (work / "resources/ladder/models/smoke-c").exists(), "smoke-c was killed mid-training"
+    assert not (models / "smoke-c").exists(), "smoke-c was killed mid-training"
+    assert training(), "the killed job leaves its temporary directory"
 
     extracting = _log_has(work / "logs/extract/smoke-c/stdlib.log", "windows")
     # kill while smoke-c/stdlib (the longest extraction) runs and at least one other array is finished
@@ -388,7 +396,8 @@ def test_kill_during_training_and_extraction_loses_only_what_ran(tmp_path: Path)
     _assert_nothing_looks_complete_but_is_not(work)
     assert not (work / "results/ranks/smoke-c/stdlib.json").exists()
     done = {p: p.stat().st_mtime_ns for p in (work / "results/ranks").rglob("*.npz") if p.with_suffix(".json").exists()}
-    trained = {p: p.stat().st_mtime_ns for p in (work / "resources/ladder/models").glob("*/model.safetensors")}
+    trained = {p: p.stat().st_mtime_ns for p in models.glob("*/model.safetensors")}
+    assert not training(), "the next run of ladder_train for smoke-c removed the stale temporary"
     assert done and trained
 
     assert snakemake(work, "--unlock", "--cores", "1", "--configfile", "config/kill.yaml").returncode == 0
@@ -410,18 +419,25 @@ def test_kill_during_training_and_extraction_loses_only_what_ran(tmp_path: Path)
 
 @pytest.mark.slow
 def test_two_runs_from_scratch_are_bit_identical_and_leak_no_token(smoke_run: Path, tmp_path: Path) -> None:
+    """...and each run's outputs get the modes its umask says (this one under another umask than the
+    session's smoke run, so two umasks are checked)."""
     secret = "hf_rankscaleTestSecret0123456789"
     work = copy_workflow(tmp_path / "again")
-    result = _run(work, env={"HF_TOKEN": secret})
+    session = os.umask(0o022)
+    os.umask(session)
+    other = 0o002 if session == 0o022 else 0o022
+    result = _run(work, env={"HF_TOKEN": secret}, umask=other)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert_modes(work, LADDER, other)
+    assert_modes(smoke_run, LADDER, session)
     compared = 0
     for pattern in (
         "results/ranks/*/*.npz",
         "results/tokens/*/*.npz",
         "results/tables/*.csv",
-        "resources/ladder/models/*/model.safetensors",
-        "resources/ladder/models/*/config.json",
-        "resources/ladder/tokenizer/tokenizer.json",
+        f"{LADDER}/models/*/model.safetensors",
+        f"{LADDER}/models/*/config.json",
+        f"{LADDER}/tokenizer/tokenizer.json",
     ):
         for path in sorted(smoke_run.glob(pattern)):
             other = work / path.relative_to(smoke_run)

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from rankscale.plan import slug
+from rankscale.plan import ladder_dir, text_key
 from tests.conftest import REPO, copy_run, file_states, job_key, output_jobs, planned_jobs, snakemake
 
 pytestmark = pytest.mark.slow
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
 DATASETS = list(SMOKE["datasets"])
 LADDER = [s["name"] for s in SMOKE["ladder"]["sizes"]]
-LOCAL = {"name": "local-b", "family": "local", "path": "resources/ladder/models/smoke-b"}
+LOCAL = {"name": "local-b", "family": "local", "path": f"{ladder_dir(SMOKE)}/models/smoke-b"}
 UPSTREAM = ("results/ranks/**/*", "results/tokens/**/*", "results/corpus/*", "resources/ladder/**/*")
 
 
@@ -58,7 +58,7 @@ def local(smoke_run: Path, tmp_path_factory: pytest.TempPathFactory) -> SimpleNa
 
 
 def test_a_model_with_a_new_tokenizer_adds_tokenization_and_no_training(local):
-    tok = slug(LOCAL["path"])
+    tok = text_key(LOCAL["path"])
     expected = downstream_of([LOCAL["name"]]) + Counter(job_key("tokenize", tok=tok, dataset=d) for d in DATASETS)
     assert local.plan == expected
     assert all(local.after[path] == state for path, state in local.before.items())

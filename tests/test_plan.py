@@ -106,3 +106,18 @@ def test_token_cap_with_truncated_windows_warns(smoke_config):
         plans = build_plan(config)
     assert plans["smoke-a"].windows_for("pydoc") == {"max_length": 32, "stride": None, "max_windows_per_doc": 1}
     assert plans["smoke-a"].windows_for("humaneval")["max_length"] == 64  # other datasets keep the model's
+
+
+def test_tokenizer_keys_never_collide(smoke_config):
+    """'ckpt v1' and 'ckpt-v1' (or '/x/m' and 'x/m') slug alike; each gets its own tokenizer key,
+    while keys without such characters stay plain slugs (existing token files keep their paths)."""
+    config = copy.deepcopy(smoke_config)
+    paths = ["ckpt v1", "ckpt-v1", "/x/m", "x/m"]
+    config["models"] = [{"name": f"m{i}", "family": "f", "path": p} for i, p in enumerate(paths)]
+    config["models"].append({"name": "hub", "family": "f", "hub_id": "EleutherAI/pythia-14m"})
+    plans = build_plan(config, check_paths=False)
+    keys = [plans[f"m{i}"].tokenizer_key for i in range(len(paths))]
+    assert len(set(keys)) == len(keys), keys
+    assert keys[1] == "ckpt-v1" and keys[0].startswith("ckpt-v1-")
+    assert plans["hub"].tokenizer_key == "EleutherAI--pythia-14m@main" and plans["smoke-a"].tokenizer_key == "ladder"
+    assert build_plan(config, check_paths=False)["m3"].tokenizer_key == keys[3]  # deterministic

@@ -7,11 +7,12 @@ import copy
 import pytest
 import yaml
 
-from rankscale.plan import build_plan
+from rankscale.plan import build_plan, ladder_dir
 from rankscale.share import ShareError, dvc_stages, load_config, sidecar_mismatches, write_dvc_yaml
 from tests.conftest import REPO
 
 SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+LADDER = ladder_dir(SMOKE)
 
 
 def smoke_with(models: list[dict]) -> dict:
@@ -34,7 +35,12 @@ def test_one_stage_per_model_plus_shared_inputs():
         "model-smoke-c",
         "model-hub-1_4b",
     ]
-    assert stages["model-smoke-a"].outs == ("results/ranks/smoke-a", "resources/ladder/models/smoke-a")
+    assert stages["model-smoke-a"].outs == ("results/ranks/smoke-a", f"{LADDER}/models/smoke-a")
+    assert stages["ladder"].outs == (
+        f"{LADDER}/train_corpus.jsonl",
+        f"{LADDER}/train_tokens.json",
+        f"{LADDER}/tokenizer",
+    )
     assert stages["model-hub-1_4b"].outs == ("results/ranks/hub-1.4b",)  # weights stay on the hub
     assert "results/tokens/org--m-1.4b@abc" in stages["model-hub-1_4b"].deps
     assert stages["model-smoke-a"].cmd == (
@@ -54,7 +60,7 @@ def test_dvc_yaml_outputs_persist(tmp_path):
     written = yaml.safe_load((tmp_path / "dvc.yaml").read_text())["stages"]
     assert written["model-smoke-b"]["outs"] == [
         {"results/ranks/smoke-b": {"persist": True}},
-        {"resources/ladder/models/smoke-b": {"persist": True}},
+        {f"{LADDER}/models/smoke-b": {"persist": True}},
     ]
 
 
@@ -80,9 +86,11 @@ def test_config_files_merge_like_snakemake(tmp_path):
 
 def sidecar(**changes: object) -> dict:
     meta = {
-        "location": "resources/ladder/models/smoke-a",
+        "model": "smoke-a",
+        "dataset": "humaneval",
+        "location": f"{LADDER}/models/smoke-a",
         "revision": None,
-        "tokenizer": "resources/ladder/tokenizer",
+        "tokenizer": f"{LADDER}/tokenizer",
         "dtype": "float32",
         "ties": "ge",
         "windows": {"max_length": 64, "stride": None, "max_windows_per_doc": None},
@@ -101,11 +109,13 @@ def sidecar(**changes: object) -> dict:
         (sidecar(location="elsewhere"), {"sha256": "t1"}, "location: array has 'elsewhere'"),
         (sidecar(), {"sha256": "t2"}, "different token windows"),
         (sidecar(), None, "token file is missing"),
+        (sidecar(model="smoke-b"), {"sha256": "t1"}, "model: array has 'smoke-b', its path says 'smoke-a'"),
+        (sidecar(dataset="pydoc"), {"sha256": "t1"}, "dataset: array has 'pydoc', its path says 'humaneval'"),
     ],
 )
 def test_pulled_arrays_must_match_the_config(meta, tokens, problem):
     plan = build_plan(SMOKE, check_paths=False)["smoke-a"]
-    problems = sidecar_mismatches(meta, plan, tokens)
+    problems = sidecar_mismatches(meta, plan, "humaneval", tokens)
     if problem is None:
         assert problems == []
     else:

@@ -25,6 +25,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from rankscale.plan import ladder_dir
 from tests.conftest import REPO, copy_run, file_states, job_key, output_jobs, planned_jobs, snakemake, stop_process
 
 pytestmark = pytest.mark.slow
@@ -33,6 +34,7 @@ SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
 CONFIG = ("--configfile", "config/smoke.yaml")
 DATASETS = list(SMOKE["datasets"])
 MODELS = [s["name"] for s in SMOKE["ladder"]["sizes"]]
+LADDER = ladder_dir(SMOKE)
 NEW = {"name": "smoke-d", "layers": 2, "d_model": 48, "heads": 4}
 PROJECT_FILES = (".gitignore", ".dvcignore", ".dvc/config", ".dvc/.gitignore")
 # Everything upstream of the tables that a rerun must leave alone.
@@ -171,7 +173,7 @@ def test_adding_a_model_leaves_other_rank_arrays_untouched(grown, project):
     assert changed == []
     new = [path for path in grown.after if path not in grown.before]
     assert {f"results/ranks/smoke-d/{d}.{ext}" for d in DATASETS for ext in ("npz", "json")} <= set(new)
-    assert all(p.startswith(("results/ranks/smoke-d/", "resources/ladder/models/smoke-d/")) for p in new), new
+    assert all(p.startswith(("results/ranks/smoke-d/", f"{LADDER}/models/smoke-d/")) for p in new), new
     metrics = pd.read_csv(project.repo / "results/tables/metrics.csv")
     assert set(metrics["model"]) == {*MODELS, "smoke-d"}
 
@@ -322,7 +324,7 @@ def test_ssh_remote_round_trip(grown, project, sshd, tmp_path):
     add_ssh_remote(clone, sshd, remote)
     share(clone, "pull", "-r", "ssh", *CONFIG)
     assert planned_jobs(clone, *CONFIG) == analysis_jobs([*MODELS, "smoke-d"])
-    pulled = file_states(clone, "results/ranks/**/*", "resources/ladder/models/**/*")
-    ours = file_states(project.repo, "results/ranks/**/*", "resources/ladder/models/**/*")
+    pulled = file_states(clone, "results/ranks/**/*", f"{LADDER}/models/**/*")
+    ours = file_states(project.repo, "results/ranks/**/*", f"{LADDER}/models/**/*")
     assert len(pulled) == len(ours) > 0
     assert {p: h for p, (h, _) in pulled.items()} == {p: h for p, (h, _) in ours.items()}

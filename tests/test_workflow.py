@@ -8,9 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
 
 from rankscale.metrics import k_grid
 from rankscale.models import ModelSource, load_model, load_tokenizer
+from rankscale.plan import ladder_dir
 from rankscale.plots import FIGURES as PLOTS
 from rankscale.rankfile import load_rank_arrays
 from rankscale.tables import TABLES
@@ -91,7 +93,7 @@ def test_fits_are_finite(smoke_run):
 
 def test_ranks_match_an_independent_reference(smoke_run):
     """Per-window forward pass of a ladder checkpoint, brute-force rank: exact agreement."""
-    model_dir = smoke_run / "resources/ladder/models/smoke-c"
+    model_dir = smoke_run / ladder_dir(yaml.safe_load((REPO / "config/smoke.yaml").read_text())) / "models/smoke-c"
     source = ModelSource(name="smoke-c", location=str(model_dir), local=True)
     model, tokenizer = load_model(source), load_tokenizer(source)
     arrays, meta = load_rank_arrays(

@@ -6,9 +6,12 @@ A job killed half-way must never leave a file that looks complete (README, "What
 from __future__ import annotations
 
 import contextlib
+import functools
+import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import zipfile
@@ -19,16 +22,55 @@ from typing import Any
 import numpy as np
 
 
+@functools.cache
+def _umask() -> int:
+    """The process umask (read once: os.umask can only be read by setting it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _honour_umask(path: Path) -> None:
+    """The mode open()/mkdir would have given: 0666 (0777 for directories and executables) less the umask."""
+    full = 0o777 if path.is_dir() or path.stat().st_mode & 0o100 else 0o666
+    os.chmod(path, full & ~_umask())
+
+
+def _temp_pattern(target: Path, suffix: str) -> re.Pattern[str]:
+    """Names `tempfile` gives our temporaries of `target`: `.{name}.{8 random chars}.tmp{suffix}`."""
+    return re.compile(rf"\.{re.escape(target.name)}\.[a-z0-9_]{{8}}\.tmp{re.escape(suffix)}")
+
+
+def _remove_stale(target: Path, suffix: str) -> None:
+    """Remove temporaries of `target` left by a killed job.
+
+    Snakemake never runs two jobs for one output at once, so any such sibling is stale.
+    """
+    pattern = _temp_pattern(target, suffix)
+    for sibling in target.parent.glob(f".{glob.escape(target.name)}.*.tmp*"):
+        if pattern.fullmatch(sibling.name):
+            if sibling.is_dir() and not sibling.is_symlink():
+                shutil.rmtree(sibling, ignore_errors=True)
+            else:
+                sibling.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str], suffix: str = "") -> Iterator[Path]:
-    """Yield a temporary sibling of `path`; rename it onto `path` only on success."""
+    """Yield a temporary sibling of `path`; rename it onto `path` only on success.
+
+    mkstemp creates the file 0600: it gets the mode a plain open() would give (0666 less the
+    umask) before the rename, so colleagues on a shared file system can read outputs.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale(target, suffix)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp" + suffix, dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        _honour_umask(tmp_path)
         os.replace(tmp_path, target)
     finally:
         if tmp_path.exists():
@@ -37,12 +79,20 @@ def atomic_path(path: str | os.PathLike[str], suffix: str = "") -> Iterator[Path
 
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary sibling directory; rename it onto `path` only on success."""
+    """Yield a temporary sibling directory; rename it onto `path` only on success.
+
+    mkdtemp creates the directory 0700: it gets 0777 less the umask, like os.mkdir, and so does
+    everything inside (some writers, e.g. safetensors shards, also go through 0600 temporaries).
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale(target, "")
     tmp_path = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
         yield tmp_path
+        for item in (tmp_path, *tmp_path.rglob("*")):
+            if not item.is_symlink():
+                _honour_umask(item)
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp_path, target)

@@ -7,6 +7,7 @@ code indexes keys without fallbacks.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
@@ -15,6 +16,8 @@ from typing import Any
 import yaml
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
+NAME_PATTERN = "^[A-Za-z0-9_-][A-Za-z0-9._-]*$"  # model, ladder size and dataset names (schema.yaml)
+NAME_HINT = " (names become file and directory names: letters, digits, '.', '_' and '-', not starting with '.')"
 
 
 class ConfigError(ValueError):
@@ -23,7 +26,56 @@ class ConfigError(ValueError):
 
 @cache
 def load_schema(path: Path = SCHEMA_PATH) -> dict[str, Any]:
-    return yaml.safe_load(Path(path).read_text())
+    schema: dict[str, Any] = load_yaml(path)
+    return schema
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's SafeLoader, except that a mapping key given twice is an error.
+
+    Plain YAML loaders let the last duplicate win silently: a study would run with a value its
+    author thinks they overrode, or not.
+    """
+
+    source = "<string>"
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise ConfigError(
+                    f"{self.source}:{line}: duplicate key {key!r} (first given on line {seen[key]}); "
+                    "YAML would silently keep only the last one"
+                )
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(path: str | Path) -> Any:
+    """A YAML (or JSON) config file; a key given twice in one mapping is refused with file and line."""
+    text = Path(path).read_text(encoding="utf-8")
+    try:  # JSON first, as Snakemake reads config files (JSON with tabs is not YAML)
+        return json.loads(text, object_pairs_hook=lambda pairs: _unique_pairs(pairs, path))
+    except json.JSONDecodeError:
+        pass
+    loader = UniqueKeyLoader(text)
+    loader.source = str(path)
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]], path: str | Path) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    duplicates = sorted({key for key in keys if keys.count(key) > 1})
+    if duplicates:
+        raise ConfigError(f"{path}: duplicate key {duplicates[0]!r} in one JSON object")
+    return dict(pairs)
 
 
 def json_path(parts: Any) -> str:
@@ -59,7 +111,8 @@ def problems(instance: Any, schema: Mapping[str, Any], where: str = "") -> list[
     for error in errors:
         path = json_path(error.absolute_path) if error.absolute_path else ""
         key = ".".join(p for p in (where, path) if p) or "(top level)"
-        lines.append(f"{key}: {error.message}")
+        hint = NAME_HINT if error.validator == "pattern" and error.validator_value == NAME_PATTERN else ""
+        lines.append(f"{key}: {error.message}{hint}")
     return lines
 
 

@@ -41,11 +41,43 @@ def split_documents(docs: Iterable[Document], split: str, fraction: float) -> It
             yield doc
 
 
+class InvalidRecord(CorpusError):
+    """One record holds no usable text (null, a number, an object, not a JSON object at all);
+    refused, or skipped and counted where the entry sets `skip_invalid_records`."""
+
+
+class FieldNotFound(InvalidRecord):
+    """A text field is missing from a record (in the first record: a misspelt `text_fields`)."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A record left out under `skip_invalid_records`, and why."""
+
+    reason: str
+
+
+JSON_TYPES = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+}
+
+
+def json_type(value: Any) -> str:
+    return "null" if value is None else JSON_TYPES.get(type(value), type(value).__name__)
+
+
 def get_field(record: Mapping[str, Any], field: str, where: str, list_separators: Sequence[str] = ("\n",)) -> str:
     """Text at a dotted `field` path; lists are joined with `list_separators` by nesting depth.
 
     HotpotQA's `context.sentences` is a list of paragraphs, each a list of sentences that
     carry their own leading spaces: `list_separators: ["\n\n", ""]` rebuilds the paragraphs.
+    Anything but a string (or lists of strings) is refused: `str()` of a number, null or dict
+    would be scored as if it were text.
     """
     value: Any = record
     for part in field.split("."):
@@ -53,25 +85,40 @@ def get_field(record: Mapping[str, Any], field: str, where: str, list_separators
             value = value[part]
         else:
             keys = sorted(value) if isinstance(value, Mapping) else type(value).__name__
-            raise CorpusError(f"{where}: text field {field!r} not found (at {part!r}; available: {keys})")
-    return _flatten(value, tuple(list_separators) or ("\n",))
+            raise FieldNotFound(f"{where}: text field {field!r} not found (at {part!r}; available: {keys})")
+    return _flatten(value, tuple(list_separators) or ("\n",), field, where)
 
 
-def _flatten(value: Any, separators: tuple[str, ...], depth: int = 0) -> str:
+def _flatten(value: Any, separators: tuple[str, ...], field: str, where: str, depth: int = 0) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list | tuple):
         separator = separators[min(depth, len(separators) - 1)]
-        return separator.join(_flatten(v, separators, depth + 1) for v in value)
-    if value is None:
-        return ""
-    return str(value)
+        return separator.join(_flatten(v, separators, field, where, depth + 1) for v in value)
+    inside = " inside its list" if depth else ""
+    raise InvalidRecord(
+        f"{where}: text field {field!r} holds {json_type(value)}{inside} ({str(value)[:60]!r}), not a string; "
+        "fix the record, or set `skip_invalid_records: true` on the dataset to skip and count such records"
+    )
 
 
 def record_text(record: Mapping[str, Any], spec: Mapping[str, Any], where: str) -> str:
     """A record's document text: its `text_fields` joined with `separator`."""
     separators = tuple(spec["list_separators"])
     return spec["separator"].join(get_field(record, f, where, separators) for f in spec["text_fields"])
+
+
+def record_document(record: Any, spec: Mapping[str, Any], where: str, default_id: int) -> Document | Skipped:
+    """One record as a document, or `Skipped` where it is invalid and the entry says to skip such records."""
+    try:
+        if not isinstance(record, Mapping):
+            raise InvalidRecord(f"{where}: the record is {json_type(record)}, not an object with text fields")
+        text = record_text(record, spec, where)
+    except InvalidRecord as exc:
+        if spec["skip_invalid_records"]:
+            return Skipped(str(exc))
+        raise
+    return Document(str(record.get(spec["id_field"], default_id)), text)
 
 
 def write_jsonl(docs: Iterable[Document], path: Path) -> int:

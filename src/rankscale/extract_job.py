@@ -22,6 +22,7 @@ from rankscale.extract import ExtractionSettings, extract_ranks
 from rankscale.identity import RankIdentity
 from rankscale.models import (
     ModelSource,
+    check_device,
     check_window_fits,
     load_model,
     load_tokenizer,
@@ -37,11 +38,37 @@ from rankscale.windows import plan_windows
 log = logging.getLogger(__name__)
 
 
+def padding_bound(columns: int) -> int:
+    """Output columns a model may carry beyond its tokenizer as padding: max(128, 1% of them).
+
+    Pythia pads 27 columns, OPT 7, Qwen2.5 271; a far wider head means the tokenizer is not
+    the model's, and ranks over its first columns would look valid and be wrong.
+    """
+    return max(128, columns // 100)
+
+
+def check_vocabulary(columns: int, vocab_size: int, job: Mapping[str, Any]) -> None:
+    """The tokenizer must cover the output layer, up to padding (unless the entry opts in)."""
+    name = job["name"]
+    if columns < vocab_size:
+        raise ValueError(
+            f"model {name!r}: output layer has {columns} columns but the tokenizer has {vocab_size} tokens"
+        )
+    gap, bound = columns - vocab_size, padding_bound(columns)
+    if gap > bound and not job["allow_vocab_gap"]:
+        raise ValueError(
+            f"model {name!r}: output layer has {columns} columns but the tokenizer only {vocab_size} tokens: "
+            f"{gap} columns more than the tokenizer, beyond the {bound} allowed as padding (max(128, 1% of the "
+            f"columns)); is the tokenizer the model's? If it is, set `{job['where']}.allow_vocab_gap: true`"
+        )
+
+
 def run(
     job: Mapping[str, Any], identity: RankIdentity, dataset: str, tokens_path: str | Path
 ) -> tuple[RankArrays, dict[str, Any]]:
     """Score `tokens_path` with the job's model; `job` is `ModelPlan.job()` (source, runtime, checks)."""
     name, runtime = job["name"], job["runtime"]
+    check_device(runtime["device"], name, job["device_key"])
     source = ModelSource(**job["source"])
     token_meta = json.loads(Path(f"{tokens_path}.json").read_text())
     tokenizer = load_tokenizer(source)
@@ -58,10 +85,7 @@ def run(
     )
     check_window_fits(model, identity.max_length, name)
     columns = output_columns(model)
-    if columns < vocab_size:
-        raise ValueError(
-            f"model {name!r}: output layer has {columns} columns but the tokenizer has {vocab_size} tokens"
-        )
+    check_vocabulary(columns, vocab_size, job)
     if job["expected_vocab"] is not None and job["expected_vocab"] != vocab_size:
         raise ValueError(
             f"model {name!r}: config says vocab_size = {job['expected_vocab']} but its tokenizer has {vocab_size} tokens"

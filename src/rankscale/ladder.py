@@ -87,6 +87,11 @@ def model_config(size: SizeSpec, vocab_size: int, max_positions: int, eos_id: in
     )
 
 
+def stream_length(corpus: TokenizedCorpus) -> int:
+    """Tokens in the training stream `training_sequences` cuts: every document plus its EOS."""
+    return int(corpus.ids.size) + len(corpus.offsets) - 1
+
+
 def training_sequences(corpus: TokenizedCorpus, seq_len: int, eos_id: int) -> np.ndarray:
     """Documents joined with EOS and cut into [n, seq_len] rows (the tail is dropped)."""
     parts: list[np.ndarray] = []
@@ -96,7 +101,9 @@ def training_sequences(corpus: TokenizedCorpus, seq_len: int, eos_id: int) -> np
     stream = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
     n = stream.size // seq_len
     if n == 0:
-        raise ValueError(f"training corpus has {stream.size} tokens, fewer than one sequence of {seq_len}")
+        raise ValueError(
+            f"ladder.train.seq_len: the training text has {stream.size} tokens, fewer than one sequence of {seq_len}"
+        )
     return stream[: n * seq_len].reshape(n, seq_len)
 
 

@@ -63,6 +63,33 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def available_devices() -> list[str]:
+    import torch
+
+    devices = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count() if torch.cuda.is_available() else 0)]
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        devices.append("mps")
+    return devices
+
+
+def check_device(name: str, model: str, key: str) -> None:
+    """Refuse a device this machine lacks before loading anything (torch's own error names neither).
+
+    The plan cannot know this: jobs may run on other machines (cluster nodes) than the planner.
+    """
+    import platform
+
+    if name in ("auto", "cpu"):
+        return
+    wanted = "cuda:0" if name == "cuda" else name
+    available = available_devices()
+    if wanted not in available:
+        raise ModelLoadError(
+            f"model {model!r}: {key} is {name!r}, but this machine ({platform.node()}) has no such device; "
+            f"available: {available}. Set `device: auto` (or cpu), or run the job where that device exists"
+        )
+
+
 def resolve_dtype(name: str) -> torch.dtype:
     import torch
 
@@ -71,10 +98,11 @@ def resolve_dtype(name: str) -> torch.dtype:
     return getattr(torch, name)
 
 
-def _hint(source: ModelSource, exc: Exception | None = None) -> str:
+def _hint(source: ModelSource, exc: Exception | None = None, label: str | None = None) -> str:
     if exc is not None and "trust_remote_code" in str(exc):
         return (
-            f"model {source.name!r} ships its own code; set `trust_remote_code: true` in its entry only if you trust it"
+            f"{label or f'model {source.name!r}'} ships its own code; set `trust_remote_code: true` in its entry "
+            "only if you trust it"
         )
     if source.local:
         return f"check that {source.location!r} is a directory written by save_pretrained"
@@ -85,11 +113,13 @@ def _hint(source: ModelSource, exc: Exception | None = None) -> str:
     )
 
 
-def load_tokenizer(source: ModelSource) -> Any:
+def load_tokenizer(source: ModelSource, label: str | None = None) -> Any:
+    """The tokenizer; errors start with `label` (default: the model's name)."""
     from transformers import AutoTokenizer
 
+    label = label or f"model {source.name!r}"
     if source.local and not Path(source.tokenizer_location).exists():
-        raise ModelLoadError(f"model {source.name!r}: tokenizer path {source.tokenizer_location!r} does not exist")
+        raise ModelLoadError(f"{label}: tokenizer path {source.tokenizer_location!r} does not exist")
     try:
         return AutoTokenizer.from_pretrained(
             source.tokenizer_location,
@@ -97,7 +127,7 @@ def load_tokenizer(source: ModelSource) -> Any:
             trust_remote_code=source.trust_remote_code,
         )
     except (OSError, ValueError) as exc:
-        raise ModelLoadError(f"model {source.name!r}: could not load tokenizer: {exc}; {_hint(source, exc)}") from exc
+        raise ModelLoadError(f"{label}: could not load tokenizer: {exc}; {_hint(source, exc, label)}") from exc
 
 
 def load_model(

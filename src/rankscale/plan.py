@@ -10,14 +10,16 @@ value, and all of it runs before any job starts.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import re
 import warnings
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from rankscale.canon import canonical
 from rankscale.config import ConfigError, validate
 from rankscale.corpus import CorpusError
 from rankscale.identity import SETTING_KEYS, RankIdentity
@@ -25,8 +27,11 @@ from rankscale.models import ModelSource
 from rankscale.sources import check_dataset
 from rankscale.windows import WINDOW_KEYS
 
-LADDER_DIR = "resources/ladder"
-__all__ = ["ConfigError", "ModelPlan", "Runtime", "build_plan"]
+LADDER_ROOT = "resources/ladder"
+__all__ = ["ConfigError", "ModelPlan", "Runtime", "build_plan", "ladder_dir"]
+# dataset keys added after results existed: left out of params at their defaults, so corpora
+# (and everything downstream) made before them stay up to date
+LATER_DATASET_KEYS = {"format": None, "skip_invalid_records": False}
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,9 @@ class ModelPlan:
     expected_size: int | None = None  # published S, checked against the loaded model
     expected_vocab: int | None = None  # published len(tokenizer), checked at extraction
     dataset_windows: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-dataset window overrides
+    where: str = "models[?]"  # the entry's key path, for messages
+    keys: dict[str, str] = field(default_factory=lambda: {"device": "extraction.device"})  # setting -> its key path
+    allow_vocab_gap: bool = False  # an output layer wider than the tokenizer beyond padding is accepted
 
     def identity(self, dataset: str) -> RankIdentity:
         """What this model's rank array on `dataset` depends on (the dataset's windows win)."""
@@ -81,6 +89,9 @@ class ModelPlan:
             "runtime": asdict(self.runtime),
             "expected_size": self.expected_size,
             "expected_vocab": self.expected_vocab,
+            "where": self.where,
+            "device_key": self.keys["device"],
+            "allow_vocab_gap": self.allow_vocab_gap,
         }
 
 
@@ -89,20 +100,89 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._@-]+", "-", text.replace("/", "--")).strip("-")
 
 
+def short_hash(value: Any, n: int = 8) -> str:
+    return hashlib.sha256(repr(canonical(value)).encode()).hexdigest()[:n]
+
+
+def text_key(text: str) -> str:
+    """`slug(text)`, plus a hash of `text` where the slug loses information.
+
+    'ckpt v1' and 'ckpt-v1' would both slug to 'ckpt-v1' (and 'a/b', 'a--b' to 'a--b'). Hub
+    ids never hold such characters, so their keys stay plain slugs.
+    """
+    key = slug(text)
+    if not re.fullmatch(r"[A-Za-z0-9._@/-]+", text) or "--" in text:
+        key += "-" + short_hash(text)
+    return key
+
+
+def corpus_params(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """What a corpus's text depends on: its entry less the settings later steps apply, canonical."""
+    dropped = ("windows", "max_scored_tokens")
+    return canonical(
+        {
+            k: v
+            for k, v in spec.items()
+            if k not in dropped and not (k in LATER_DATASET_KEYS and v == LATER_DATASET_KEYS[k])
+        }
+    )
+
+
+def ladder_dir(config: Mapping[str, Any]) -> str:
+    """`resources/ladder/<key>`: one directory per ladder training text and tokenizer settings.
+
+    Two configurations (the default and config/smoke.yaml) in one clone each keep their own
+    tokenizer and checkpoints instead of retraining each other's. The training text is cut
+    free of every evaluated dataset's text, so those datasets are part of the key. Model
+    settings (size, training) are the ladder_train rule's params, not part of the key.
+    """
+    validated = validate(copy.deepcopy(dict(config))) if config.get("ladder") else None
+    if not validated:
+        return f"{LADDER_ROOT}/none"
+    ladder = validated["ladder"]
+    key = {
+        "corpus": [corpus_params(spec) for spec in ladder["corpus"].values()],
+        "tokenizer": ladder["tokenizer"],
+        "disjoint_from": {name: corpus_params(spec) for name, spec in validated["datasets"].items()},
+    }
+    return f"{LADDER_ROOT}/{short_hash(key, 12)}"
+
+
 def ladder_models(config: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The ladder's sizes as model entries (their settings come from `extraction:`)."""
     ladder = config.get("ladder")
     if not ladder:
         return []
-    return [{"name": s["name"], "family": ladder["family"], "ladder": True} for s in ladder["sizes"]]
+    seq_len = ladder["train"]["seq_len"]  # the models are built with this many positions
+    return [
+        {"name": s["name"], "family": ladder["family"], "ladder": True, "seq_len": seq_len} for s in ladder["sizes"]
+    ]
 
 
-def check_ladder(config: Mapping[str, Any]) -> None:
-    for i, size in enumerate(config["ladder"]["sizes"] if config.get("ladder") else []):
+TRAIN_TOKENS = "train_tokens.json"  # in the ladder directory: the training text's length in tokens
+
+
+def check_ladder(config: Mapping[str, Any], check_paths: bool = True) -> None:
+    """Sizes that cannot be built, and a seq_len the training text cannot fill once.
+
+    The text's length in tokens is known once the ladder tokenizer exists (the ladder_tokenizer
+    rule writes it); before that no checkpoint exists either, so the training job's own check
+    cannot cost a finished one.
+    """
+    ladder = config.get("ladder")
+    for i, size in enumerate(ladder["sizes"] if ladder else []):
         if size["d_model"] % size["heads"]:
             raise ConfigError(
                 f"ladder.sizes[{i}].heads: {size['heads']} heads do not divide d_model = {size['d_model']} "
                 f"(size {size['name']!r})"
+            )
+    counts = Path(ladder_dir(config)) / TRAIN_TOKENS
+    if ladder and check_paths and counts.is_file():
+        tokens = int(json.loads(counts.read_text())["tokens"])
+        if ladder["train"]["seq_len"] > tokens:
+            raise ConfigError(
+                f"ladder.train.seq_len: {ladder['train']['seq_len']} exceeds the {tokens} tokens of the ladder's "
+                f"training text ({counts}): not one training sequence fits; lower it or add text under ladder.corpus"
             )
 
 
@@ -129,12 +209,31 @@ def check_datasets(config: Mapping[str, Any], check_paths: bool = True) -> None:
             raise ConfigError(str(exc)) from None
 
 
-def check_local_model(path: Path, entry: Mapping[str, Any], where: str) -> None:
-    """Refuse remote code and pickle checkpoints unless the entry opts in, before any job runs."""
+POSITION_KEYS = ("max_position_embeddings", "n_positions")  # what transformers' configs call it
+
+
+def read_model_config(config_file: Path, where: str) -> dict[str, Any]:
+    """A local model's config.json; a file that is not a JSON object is refused with file, line and column."""
+    try:
+        model_config = json.loads(config_file.read_bytes())
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{where}.path: {config_file}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{where}.path: {config_file}: not UTF-8 at byte offset {exc.start}") from None
+    if not isinstance(model_config, dict):
+        raise ConfigError(f"{where}.path: {config_file}: holds a JSON {type(model_config).__name__}, not an object")
+    return model_config
+
+
+def check_local_model(path: Path, entry: Mapping[str, Any], where: str) -> tuple[int, str] | None:
+    """Refuse remote code and pickle checkpoints unless the entry opts in, before any job runs.
+
+    Returns the model's number of positions and where it was read, if its config.json says.
+    """
     config_file = path / "config.json"
     if not config_file.is_file():
         raise ConfigError(f"{where}.path: {str(path)!r} has no config.json (not a save_pretrained directory)")
-    model_config = json.loads(config_file.read_text())
+    model_config = read_model_config(config_file, where)
     if "auto_map" in model_config and not entry["trust_remote_code"]:
         raise ConfigError(
             f"{where}.trust_remote_code: model {entry['name']!r} at {str(path)!r} ships its own code "
@@ -147,14 +246,20 @@ def check_local_model(path: Path, entry: Mapping[str, Any], where: str) -> None:
             f"{where}.allow_pickle: model {entry['name']!r} at {str(path)!r} has only pickle checkpoints (*.bin), "
             "which can run arbitrary code when loaded; convert it to safetensors or set `allow_pickle: true`"
         )
+    for key in POSITION_KEYS:
+        if isinstance(model_config.get(key), int):
+            return model_config[key], f"local model {entry['name']!r} ({config_file}: {key})"
+    return None
 
 
-def _source(entry: Mapping[str, Any], where: str, check_paths: bool) -> tuple[ModelSource, str]:
-    """Where a model comes from and the key of its tokenization jobs."""
+def _source(
+    entry: Mapping[str, Any], where: str, check_paths: bool, ladder: str
+) -> tuple[ModelSource, str, tuple[int, str] | None]:
+    """Where a model comes from, the key of its tokenization jobs, and its positions if known now."""
     name = entry["name"]
     if entry.get("ladder"):
-        location = f"{LADDER_DIR}/models/{name}"
-        return ModelSource(name=name, location=location, local=True, tokenizer=f"{LADDER_DIR}/tokenizer"), "ladder"
+        source = ModelSource(name=name, location=f"{ladder}/models/{name}", local=True, tokenizer=f"{ladder}/tokenizer")
+        return source, "ladder", (entry["seq_len"], f"ladder model {name!r} (ladder.train.seq_len)")
     common = {
         "name": name,
         "tokenizer": entry["tokenizer"],
@@ -164,27 +269,43 @@ def _source(entry: Mapping[str, Any], where: str, check_paths: bool) -> tuple[Mo
     }
     if entry.get("path"):
         path = str(entry["path"])
+        positions = None
         if check_paths:
             if not Path(path).exists():
                 raise ConfigError(f"{where}.path: model {name!r} points at {path!r}, which does not exist")
-            check_local_model(Path(path), entry, where)
+            positions = check_local_model(Path(path), entry, where)
             tokenizer = entry["tokenizer"]
             if tokenizer and tokenizer.startswith(("/", ".")) and not Path(tokenizer).exists():
                 raise ConfigError(f"{where}.tokenizer: {tokenizer!r} does not exist")
         source = ModelSource(location=path, local=True, **common)
-        return source, _tokenizer_key(source)
+        return source, _tokenizer_key(source), positions
     if entry.get("hub_id"):
         source = ModelSource(location=entry["hub_id"], revision=entry["revision"], **common)
-        return source, _tokenizer_key(source)
+        return source, _tokenizer_key(source), None  # known only once downloaded: checked in the job
     raise ConfigError(f"{where}: model {name!r} needs `hub_id` (with optional `revision`) or `path`")
 
 
 def _tokenizer_key(source: ModelSource) -> str:
     """Models whose tokenizers load from the same place at the same revision share one key."""
     if source.tokenizer is None:
-        return slug(source.location) if source.local else slug(f"{source.location}@{source.revision}")
+        return text_key(source.location) if source.local else text_key(f"{source.location}@{source.revision}")
     ref = source.tokenizer_ref
-    return slug(source.tokenizer if ref in (None, "main") else f"{source.tokenizer}@{ref}")
+    return text_key(source.tokenizer if ref in (None, "main") else f"{source.tokenizer}@{ref}")
+
+
+def _distinct_tokenizer_keys(plans: dict[str, ModelPlan]) -> None:
+    """Different tokenizers whose keys still coincide (e.g. '/a/b' and 'a/b') get a hash each, in place."""
+    sources: dict[str, set[tuple[str, str | None]]] = {}
+    for plan in plans.values():
+        sources.setdefault(plan.tokenizer_key, set()).add(_tokenizer_id(plan.source))
+    for name, plan in plans.items():
+        if len(sources[plan.tokenizer_key]) > 1:
+            key = f"{plan.tokenizer_key}-{short_hash(_tokenizer_id(plan.source))}"
+            plans[name] = replace(plan, tokenizer_key=key)
+
+
+def _tokenizer_id(source: ModelSource) -> tuple[str, str | None]:
+    return source.tokenizer_location, source.tokenizer_ref
 
 
 def check_analysis(config: Mapping[str, Any]) -> None:
@@ -203,11 +324,12 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str,
     configuration works as well as the one the workflow validated.
     """
     config = validate(copy.deepcopy(dict(config)))
-    check_ladder(config)
+    check_ladder(config, check_paths)
     check_datasets(config, check_paths)
     check_analysis(config)
     defaults = config["extraction"]
     windows = dataset_windows(config)
+    ladder = ladder_dir(config)
     plans: dict[str, ModelPlan] = {}
     n_ladder = len(ladder_models(config))
     for i, entry in enumerate(ladder_models(config) + config["models"]):
@@ -215,11 +337,13 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str,
         name = entry["name"]
         if name in plans:
             raise ConfigError(f"{where}.name: duplicate model name {name!r}")
-        source, tok_key = _source(entry, where, check_paths)
+        source, tok_key, positions = _source(entry, where, check_paths, ladder)
         settings = _merged(defaults, entry, SETTING_KEYS)
-        _check_windows(settings, where)
+        keys = {k: f"{where}.{k}" if k in entry else f"extraction.{k}" for k in (*SETTING_KEYS, *RUNTIME_KEYS)}
+        _check_windows(settings, keys, positions, name)
         for dataset, override in windows.items():
-            _check_windows({**settings, **override}, f"datasets.{dataset}.windows (model {name!r})")
+            where_set = {k: f"datasets.{dataset}.windows.{k}" for k in override}
+            _check_windows({**settings, **override}, {**keys, **where_set}, positions, name)
         plans[name] = ModelPlan(
             name=name,
             family=entry["family"],
@@ -231,9 +355,13 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str,
             expected_size=entry.get("S"),
             expected_vocab=entry.get("vocab_size"),
             dataset_windows=windows,
+            where=where,
+            keys=keys,
+            allow_vocab_gap=bool(entry.get("allow_vocab_gap")),
         )
     if not plans:
         raise ConfigError("models: the configuration lists no models (ladder.sizes and models are both empty)")
+    _distinct_tokenizer_keys(plans)
     _warn_small_families(plans)
     return plans
 
@@ -243,10 +371,21 @@ def dataset_windows(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {name: dict(spec["windows"]) for name, spec in config["datasets"].items() if spec.get("windows")}
 
 
-def _check_windows(settings: Mapping[str, Any], where: str) -> None:
-    length, stride = settings["max_length"], settings["stride"]
-    if stride is not None and not 1 <= int(stride) < int(length):
-        raise ConfigError(f"{where}.stride: {stride!r} must be in 1..max_length-1 = {int(length) - 1}")
+def _check_windows(
+    settings: Mapping[str, Any], keys: Mapping[str, str], positions: tuple[int, str] | None, model: str
+) -> None:
+    """Windows a model can score; errors name the key each value was written at.
+
+    Checked here, not in the job: Snakemake deletes a job's old outputs before it runs.
+    """
+    length, stride = int(settings["max_length"]), settings["stride"]
+    if positions is not None and length > positions[0]:
+        raise ConfigError(f"{keys['max_length']}: {length} exceeds the {positions[0]} positions of {positions[1]}")
+    if stride is not None and not 1 <= int(stride) < length:
+        raise ConfigError(
+            f"{keys['stride']}: {stride!r} must be in 1..max_length-1 = {length - 1} "
+            f"(max_length {length} from {keys['max_length']}, model {model!r})"
+        )
 
 
 def _merged(defaults: Mapping[str, Any], entry: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:

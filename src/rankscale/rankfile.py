@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,15 +65,35 @@ def load_rank_arrays(
     return RankArrays(**loaded), meta
 
 
+def placement_problems(meta: Mapping[str, Any], model: str, dataset: str) -> list[str]:
+    """Why a sidecar does not describe `model` on `dataset` (empty: it does).
+
+    Two entries for the same weights have the same identity: only the names tell their arrays apart.
+    """
+    expected = {"model": model, "dataset": dataset}
+    return [
+        f"{key}: array has {meta.get(key)!r}, its path says {value!r}"
+        for key, value in expected.items()
+        if meta.get(key) != value
+    ]
+
+
 def check_provenance(
     meta: dict[str, Any], tokens_meta: dict[str, Any], identity: RankIdentity, path: str | Path
 ) -> None:
     """Refuse a rank array that does not score the current token windows under the current settings.
 
     Catches stale arrays (another window length, tokenizer, corpus, dtype or rank convention)
-    that a checksum alone cannot: the file is intact, it is just not the file this analysis
-    expects. The comparison is `RankIdentity.diff`, the one `share.py` uses for pulled arrays.
+    and arrays copied to results/ranks/<model>/<dataset>.npz of another model or dataset, which a
+    checksum alone cannot: the file is intact, it is just not the file this analysis expects. The
+    comparison is `RankIdentity.diff`, the one `share.py` uses for pulled arrays.
     """
+    misplaced = placement_problems(meta, Path(path).parent.name, Path(path).stem)
+    if misplaced:
+        raise RankFileError(
+            f"{path}: rank array of another model or dataset ({'; '.join(misplaced)}); "
+            "it was copied or moved here: delete it (or rerun with --forcerun extract) to recompute"
+        )
     problems = identity.diff(RankIdentity.from_sidecar(meta))
     hashes = {
         "token file": ("tokens_sha256", "sha256"),

@@ -31,8 +31,10 @@ from typing import Any
 
 import yaml
 
+from rankscale.config import load_yaml
 from rankscale.identity import RankIdentity
-from rankscale.plan import LADDER_DIR, ModelPlan, build_plan
+from rankscale.plan import TRAIN_TOKENS, ModelPlan, build_plan
+from rankscale.rankfile import placement_problems
 
 DEFAULT_CONFIG = "config/config.yaml"
 DVC_YAML_HEADER = """\
@@ -84,10 +86,10 @@ def load_config(config_files: Sequence[str], root: Path = Path(".")) -> dict[str
 
     given: dict[str, Any] = {}
     for name in config_files:
-        update_config(given, yaml.safe_load((root / name).read_text()) or {})
+        update_config(given, load_yaml(root / name) or {})
     if "datasets" in given:
         return given
-    config = yaml.safe_load((root / DEFAULT_CONFIG).read_text())
+    config = load_yaml(root / DEFAULT_CONFIG)
     update_config(config, given)
     return config
 
@@ -109,19 +111,20 @@ def snakemake_cmd(config_files: Sequence[str], targets: Sequence[str]) -> str:
 def dvc_stages(plans: Mapping[str, ModelPlan], datasets: Sequence[str], config_files: Sequence[str]) -> list[Stage]:
     """Every stage for this plan: shared inputs first, then one per model."""
     corpus = tuple(f"results/corpus/{d}.{ext}" for d in datasets for ext in ("jsonl", "json"))
-    ladder = (f"{LADDER_DIR}/train_corpus.jsonl", f"{LADDER_DIR}/tokenizer")
+    home = next((str(Path(p.source.location).parent.parent) for p in plans.values() if p.ladder), None)
+    ladder = (f"{home}/train_corpus.jsonl", f"{home}/{TRAIN_TOKENS}", f"{home}/tokenizer") if home else ()
     stages = [Stage("corpus", snakemake_cmd(config_files, corpus), corpus)]
-    if any(p.ladder for p in plans.values()):
-        stages.append(Stage("ladder", snakemake_cmd(config_files, ladder[1:]), ladder))
+    if home:
+        stages.append(Stage("ladder", snakemake_cmd(config_files, ladder[2:]), ladder))
     for key in dict.fromkeys(p.tokenizer_key for p in plans.values()):
         targets = [f"results/tokens/{key}/{d}.npz" for d in datasets]
-        deps = corpus + ((f"{LADDER_DIR}/tokenizer",) if key == "ladder" else ())
+        deps = corpus + ((f"{home}/tokenizer",) if key == "ladder" else ())
         stages.append(
             Stage(stage_name("tokens", key), snakemake_cmd(config_files, targets), (f"results/tokens/{key}",), deps)
         )
     for name, plan in plans.items():
         targets = [rank_paths(name, d)[0] for d in datasets]
-        outs = (f"results/ranks/{name}",) + ((f"{LADDER_DIR}/models/{name}",) if plan.ladder else ())
+        outs = (f"results/ranks/{name}",) + ((plan.source.location,) if plan.ladder else ())
         deps = (f"results/tokens/{plan.tokenizer_key}",) + (ladder if plan.ladder else ())
         stages.append(Stage(stage_name("model", name), snakemake_cmd(config_files, targets), outs, deps))
     names = [s.name for s in stages]
@@ -141,9 +144,12 @@ def write_dvc_yaml(path: Path, stages: Sequence[Stage]) -> None:
     os.replace(tmp, path)
 
 
-def sidecar_mismatches(meta: Mapping[str, Any], plan: ModelPlan, tokens_meta: Mapping[str, Any] | None) -> list[str]:
-    """Why a pulled rank array does not belong to this configuration (empty: it does)."""
-    problems = plan.identity(str(meta.get("dataset"))).diff(RankIdentity.from_sidecar(meta))
+def sidecar_mismatches(
+    meta: Mapping[str, Any], plan: ModelPlan, dataset: str, tokens_meta: Mapping[str, Any] | None
+) -> list[str]:
+    """Why a pulled rank array (results/ranks/<plan.name>/<dataset>.npz) does not belong to this configuration."""
+    problems = placement_problems(meta, plan.name, dataset)
+    problems += plan.identity(dataset).diff(RankIdentity.from_sidecar(meta))
     if tokens_meta is None:
         problems.append("its token file is missing (dvc pull first)")
     elif meta.get("tokens_sha256") != tokens_meta.get("sha256"):
@@ -161,7 +167,7 @@ def check_arrays(plans: Mapping[str, ModelPlan], datasets: Sequence[str], root: 
                 continue
             tokens_path = root / f"results/tokens/{plan.tokenizer_key}/{dataset}.npz.json"
             tokens_meta = json.loads(tokens_path.read_text()) if tokens_path.exists() else None
-            problems = sidecar_mismatches(json.loads(meta_path.read_text()), plan, tokens_meta)
+            problems = sidecar_mismatches(json.loads(meta_path.read_text()), plan, dataset, tokens_meta)
             if problems:
                 found.stale[(name, dataset)] = problems
             else:

@@ -13,13 +13,15 @@ if SRC not in sys.path:
     sys.path.insert(0, SRC)
 
 from rankscale.canon import canonical  # noqa: E402
-from rankscale.config import ConfigError, validate  # noqa: E402
-from rankscale.plan import LADDER_DIR, build_plan, tokenizer_sources  # noqa: E402
+from rankscale.config import ConfigError, load_yaml, validate  # noqa: E402
+from rankscale.plan import TRAIN_TOKENS, build_plan, corpus_params, ladder_dir, tokenizer_sources  # noqa: E402
 from rankscale.plots import FIGURES  # noqa: E402
 from rankscale.summary import SUMMARY_SETTINGS  # noqa: E402
 from rankscale.tables import TABLES  # noqa: E402
 
 try:
+    for configfile in workflow.configfiles:  # Snakemake's loader lets a duplicate key win silently
+        load_yaml(configfile)
     validate(config, Path(workflow.basedir) / "config/schema.yaml")
     PLAN = build_plan(config)
 except ConfigError as exc:
@@ -29,6 +31,7 @@ MODELS = list(PLAN)
 DATASETS = list(config["datasets"])
 TOKENIZERS = tokenizer_sources(PLAN)
 LADDER = config.get("ladder")
+LADDER_DIR = ladder_dir(config)
 LADDER_SIZES = {s["name"]: s for s in LADDER["sizes"]} if LADDER else {}
 
 # what summaries are computed with; every k a figure shows (and every emergence k) is on the grid
@@ -70,8 +73,12 @@ def tokenizer_input(wc):
 
 def corpus_spec(dataset):
     """What a corpus depends on: its entry less the settings later steps apply (so no needless rerun)."""
-    spec = config["datasets"][dataset]
-    return canonical({k: v for k, v in spec.items() if k not in ("windows", "max_scored_tokens")})
+    return corpus_params(config["datasets"][dataset])
+
+
+def tokenizer_users(tok):
+    """The models tokenizer key `tok` serves, for messages (a derived param: adding one reruns nothing)."""
+    return [name for name, plan in PLAN.items() if plan.tokenizer_key == tok]
 
 
 def tokenizer_params(tok):

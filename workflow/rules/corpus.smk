@@ -25,6 +25,7 @@ rule tokenize:
         meta="results/tokens/{tok}/{dataset}.npz.json",
     params:
         source=lambda wc: tokenizer_params(wc.tok),
+        models=lambda wc, output: tokenizer_users(wc.tok),
         add_special_tokens=config["tokenization"]["add_special_tokens"],
         max_scored_tokens=lambda wc: config["datasets"][wc.dataset]["max_scored_tokens"],
     log:

@@ -1,4 +1,6 @@
-# The offline model ladder: a BPE tokenizer and GPT-NeoX models trained here.
+# The offline model ladder: a BPE tokenizer and GPT-NeoX models trained here, under
+# resources/ladder/<key>/ where the key hashes what the training text and tokenizer depend on
+# (rankscale.plan.ladder_dir), so configurations in one clone never retrain each other's ladder.
 
 rule ladder_corpus:
     input:
@@ -6,7 +8,8 @@ rule ladder_corpus:
     output:
         f"{LADDER_DIR}/train_corpus.jsonl",
     params:
-        specs=canonical(list(LADDER["corpus"].items())) if LADDER else [],  # a list: the order is the text's
+        specs=[corpus_params(spec) for spec in LADDER["corpus"].values()] if LADDER else [],  # a list: the order is the text's
+        names=lambda wc, output: list(LADDER["corpus"]) if LADDER else [],  # for messages only
     log:
         "logs/ladder/corpus.log",
     conda:
@@ -19,7 +22,8 @@ rule ladder_tokenizer:
     input:
         f"{LADDER_DIR}/train_corpus.jsonl",
     output:
-        directory(f"{LADDER_DIR}/tokenizer"),
+        tokenizer=directory(f"{LADDER_DIR}/tokenizer"),
+        counts=f"{LADDER_DIR}/{TRAIN_TOKENS}",  # the text's length in tokens: seq_len is checked at plan time
     params:
         vocab_size=LADDER["tokenizer"]["vocab_size"] if LADDER else 0,
     log:

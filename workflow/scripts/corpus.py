@@ -9,13 +9,13 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any en
 from rankscale.atomic import atomic_path, sha256_file, write_json
 from rankscale.corpus import CorpusError, write_jsonl
 from rankscale.logs import setup_logging
-from rankscale.sources import load_documents, provenance, resolve_revision
+from rankscale.sources import load_corpus, provenance, resolve_revision
 
 log = setup_logging(snakemake.log[0])
 dataset = snakemake.wildcards.dataset
 spec = snakemake.params.spec
 resolved = resolve_revision(spec, f"datasets.{dataset}")
-docs = load_documents(spec, where=f"datasets.{dataset}", revision=resolved)
+docs, counts = load_corpus(spec, where=f"datasets.{dataset}", revision=resolved)
 if not docs:
     raise CorpusError(f"datasets.{dataset}: the corpus is empty after splitting and limits")
 with atomic_path(snakemake.output.corpus) as tmp:
@@ -25,6 +25,7 @@ meta = {
     **provenance(spec, resolved),
     "documents": n,
     "characters": sum(len(d.text) for d in docs),
+    **counts,  # skipped_records: invalid records skipped under skip_invalid_records
     "sha256": sha256_file(snakemake.output.corpus),
 }
 write_json(snakemake.output.meta, meta)

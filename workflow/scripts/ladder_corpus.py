@@ -10,13 +10,13 @@ from rankscale.atomic import atomic_path
 from rankscale.corpus import read_jsonl, write_jsonl
 from rankscale.logs import setup_logging
 from rankscale.overlap import SPAN, disjoint_training_documents
-from rankscale.sources import load_documents
+from rankscale.sources import load_corpus
 
 log = setup_logging(snakemake.log[0])
 docs = []
-for name, spec in snakemake.params.specs:
-    part = load_documents(spec, where=f"ladder.corpus.{name}")
-    log.info("%s: %d documents, %d characters", name, len(part), sum(len(d.text) for d in part))
+for name, spec in zip(snakemake.params.names, snakemake.params.specs, strict=True):
+    part, counts = load_corpus(spec, where=f"ladder.corpus.{name}")
+    log.info("%s: %d documents, %d characters, %s", name, len(part), sum(len(d.text) for d in part), counts)
     docs.extend(part)
 evaluated = [doc for path in snakemake.input.evaluated for doc in read_jsonl(path)]
 docs, report = disjoint_training_documents(docs, evaluated)

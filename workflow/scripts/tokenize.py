@@ -16,7 +16,8 @@ from rankscale.tokens import save_tokens, tokenize_documents, tokenizer_fingerpr
 
 log = setup_logging(snakemake.log[0])
 source = ModelSource(**snakemake.params.source)
-tokenizer = load_tokenizer(source)
+where = f"{source.tokenizer_location}@{source.tokenizer_ref}" if source.tokenizer_ref else source.tokenizer_location
+tokenizer = load_tokenizer(source, label=f"tokenizer of models {snakemake.params.models} ({where})")
 docs = read_jsonl(snakemake.input.corpus)
 corpus, counts = tokenize_documents(
     docs,

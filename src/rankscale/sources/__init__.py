@@ -8,14 +8,17 @@ seeded shuffle, size limits) are applied here, the same for every source.
 
 from __future__ import annotations
 
+import logging
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from rankscale.config import dataset_spec
-from rankscale.corpus import CorpusError, Document, split_documents
+from rankscale.corpus import CorpusError, Document, Skipped, split_documents
 from rankscale.sources import hub, local, packaged
 from rankscale.sources.base import Source
+
+log = logging.getLogger(__name__)
 
 SOURCES: dict[str, Source] = {"packaged": packaged.SOURCE, "local": local.SOURCE, "hub": hub.SOURCE}
 
@@ -50,13 +53,32 @@ def provenance(spec: Mapping[str, Any], resolved: str | None) -> dict[str, Any]:
 
 
 def load_documents(spec: Mapping[str, Any], where: str, revision: str | None = None) -> list[Document]:
-    """Documents of one dataset entry after split, shuffle and size limits.
+    """Documents of one dataset entry after split, shuffle and size limits (see `load_corpus`)."""
+    return load_corpus(spec, where, revision)[0]
+
+
+def load_corpus(
+    spec: Mapping[str, Any], where: str, revision: str | None = None
+) -> tuple[list[Document], dict[str, int]]:
+    """Documents of one dataset entry after split, shuffle and size limits, and what was skipped.
 
     `revision`: the version `resolve_revision` returned, so what is read is what is recorded.
+    `skipped_records` counts the invalid records read and skipped (`skip_invalid_records`).
     """
     spec = dataset_spec(spec, where)
     source = source_of(spec, where)
-    docs: Iterable[Document] = source.documents(spec, where, revision)
+    skipped: list[Skipped] = []
+
+    def valid(items: Iterable[Document | Skipped]) -> Iterator[Document]:
+        for item in items:
+            if isinstance(item, Skipped):
+                skipped.append(item)
+                if len(skipped) <= 3:
+                    log.warning("skipped: %s", item.reason)
+            else:
+                yield item
+
+    docs: Iterable[Document] = valid(source.documents(spec, where, revision))
     if "split_heldout" in spec:
         docs = split_documents(docs, spec["split_heldout"], spec["heldout_fraction"])
     docs = (d for d in docs if d.text.strip())
@@ -64,7 +86,10 @@ def load_documents(spec: Mapping[str, Any], where: str, revision: str | None = N
         materialised = list(docs)
         random.Random(spec["seed"]).shuffle(materialised)
         docs = materialised
-    return _limit(docs, spec["max_documents"], spec["max_chars"])
+    out = _limit(docs, spec["max_documents"], spec["max_chars"])
+    if skipped:
+        log.warning("%s: %d invalid records skipped (skip_invalid_records)", where, len(skipped))
+    return out, {"skipped_records": len(skipped)}
 
 
 def _limit(docs: Iterable[Document], max_documents: int | None, max_chars: int | None) -> list[Document]:

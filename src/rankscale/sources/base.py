@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rankscale.corpus import Document
+from rankscale.corpus import Document, Skipped
 
 
 def _no_check(spec: Mapping[str, Any], where: str, check_paths: bool) -> None:
@@ -19,9 +19,10 @@ def _no_revision(spec: Mapping[str, Any], where: str) -> str | None:
 
 @dataclass(frozen=True)
 class Source:
-    """One dataset source. `documents(spec, where, revision)` yields the entry's documents in a fixed order."""
+    """One dataset source. `documents(spec, where, revision)` yields the entry's documents in a fixed
+    order, and a `Skipped` for each invalid record the entry says to skip (so it is counted)."""
 
-    documents: Callable[[Mapping[str, Any], str, str | None], Iterable[Document]]
+    documents: Callable[[Mapping[str, Any], str, str | None], Iterable[Document | Skipped]]
     provenance: Callable[[Mapping[str, Any], str | None], dict[str, Any]]
     check: Callable[[Mapping[str, Any], str, bool], None] = _no_check  # before any job: paths, fields
     resolve_revision: Callable[[Mapping[str, Any], str], str | None] = _no_revision  # the exact version to read

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from rankscale.corpus import CorpusError, Document, record_text
+from rankscale.corpus import CorpusError, Document, Skipped, record_document
 from rankscale.sources.base import Source
 
 
@@ -54,7 +54,7 @@ def resolve_revision(spec: Mapping[str, Any], where: str) -> str | None:
         ) from exc
 
 
-def documents(spec: Mapping[str, Any], where: str, revision: str | None) -> Iterator[Document]:
+def documents(spec: Mapping[str, Any], where: str, revision: str | None) -> Iterator[Document | Skipped]:
     """Records of the dataset (streamed if asked), shuffled with `seed`; `revision` is the resolved commit."""
     import datasets
 
@@ -78,7 +78,7 @@ def documents(spec: Mapping[str, Any], where: str, revision: str | None) -> Iter
             else ds.shuffle(seed=spec["seed"])
         )
     for i, record in enumerate(ds):
-        yield Document(str(record.get(spec["id_field"], i)), record_text(record, spec, f"{where} (record {i})"))
+        yield record_document(record, spec, f"{where} (record {i})", i)
 
 
 def provenance(spec: Mapping[str, Any], resolved: str | None) -> dict[str, Any]:

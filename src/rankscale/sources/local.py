@@ -1,35 +1,106 @@
-"""A local file: `.txt` (one document, or one per blank-line block) or JSON lines (`.jsonl`, `.jsonl.gz`)."""
+"""A local file: text (one document, or one per blank-line block) or JSON lines, either gzipped.
+
+The format is the entry's `format:`, else read from the suffix in any case (`.JSONL` is JSON
+lines); gzip is recognised by its magic bytes as well as by `.gz`. Every error names the file,
+and the line or byte offset where one exists.
+"""
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import json
+import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from rankscale.corpus import CorpusError, Document, get_field, record_text
+from rankscale.corpus import CorpusError, Document, FieldNotFound, InvalidRecord, Skipped, get_field, record_document
 from rankscale.sources.base import Source
 
+FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".txt": "txt", ".text": "txt", ".md": "txt", "": "txt"}
+CHECK_BYTES = 1 << 16  # how much of a text file the plan decodes
 
-def _is_jsonl(path: Path) -> bool:
-    return path.suffix in (".jsonl", ".json") or path.name.endswith(".jsonl.gz")
+
+def file_format(spec: Mapping[str, Any], where: str) -> str:
+    """`txt` or `jsonl`: the entry's `format`, else from the suffix (case-insensitive, `.gz` looked through)."""
+    if spec["format"]:
+        return str(spec["format"])
+    name = Path(spec["path"]).name.lower()
+    suffix = Path(name.removesuffix(".gz")).suffix
+    if suffix not in FORMATS:
+        raise CorpusError(
+            f"{where}.format: cannot tell the format of {spec['path']!r} from its suffix {suffix!r}; "
+            "set `format: txt` or `format: jsonl`"
+        )
+    return FORMATS[suffix]
 
 
-def _records(path: Path, where: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, record) of every non-blank line."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for i, line in enumerate(fh, start=1):
-            if line.strip():
+def is_gzip(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(2) == b"\x1f\x8b" or path.name.lower().endswith(".gz")
+
+
+def _open(path: Path) -> IO[bytes]:
+    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")  # type: ignore[return-value]
+
+
+def _not_utf8(path: Path, line: int, offset: int, exc: UnicodeDecodeError, where: str) -> CorpusError:
+    of = " of the decompressed data" if is_gzip(path) else ""
+    bad = exc.object[exc.start : exc.start + 1].hex()
+    return CorpusError(
+        f"{where}: {path}:{line}: not UTF-8 (byte 0x{bad} at byte offset {offset}{of}: {exc.reason}); "
+        "convert the file to UTF-8"
+    )
+
+
+def _unreadable(path: Path, exc: Exception, where: str) -> CorpusError:
+    what = "a readable gzip file (corrupt or truncated?)" if is_gzip(path) else "readable"
+    return CorpusError(f"{where}.path: {path} is not {what}: {exc}")
+
+
+def _lines(path: Path, where: str) -> Iterator[tuple[int, str]]:
+    """(line number, text) of every line, decoded as UTF-8."""
+    offset = 0
+    try:
+        with _open(path) as fh:
+            for i, raw in enumerate(fh, start=1):
                 try:
-                    yield i, json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise CorpusError(f"{where}: {path}:{i} is not valid JSON ({exc.msg})") from exc
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise _not_utf8(path, i, offset + exc.start, exc, where) from None
+                offset += len(raw)
+                yield i, text.removeprefix("\ufeff") if i == 1 else text
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _unreadable(path, exc, where) from None
+
+
+def _records(path: Path, where: str) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON value) of every non-blank line."""
+    for i, line in _lines(path, where):
+        if line.strip():
+            try:
+                yield i, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise CorpusError(f"{where}: {path}:{i} is not valid JSON ({exc.msg}, column {exc.colno})") from None
+
+
+def _text(path: Path, where: str, limit: int | None = None) -> str:
+    """The file's text (its first `limit` bytes, possibly cut inside a character, for a quick check)."""
+    try:
+        with _open(path) as fh:
+            data = fh.read() if limit is None else fh.read(limit)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _unreadable(path, exc, where) from None
+    try:
+        return codecs.getincrementaldecoder("utf-8")().decode(data, final=limit is None)
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, data.count(b"\n", 0, exc.start) + 1, exc.start, exc, where) from None
 
 
 def check(spec: Mapping[str, Any], where: str, check_paths: bool) -> None:
-    """The file exists, is not empty, and its first record has every text field."""
+    """The format is known; the file exists, is not empty, decodes, and its first record has every text field."""
+    fmt = file_format(spec, where)
     if not check_paths:
         return
     path = Path(spec["path"])
@@ -37,26 +108,33 @@ def check(spec: Mapping[str, Any], where: str, check_paths: bool) -> None:
         raise CorpusError(f"{where}.path: file {str(path)!r} does not exist")
     if path.stat().st_size == 0:
         raise CorpusError(f"{where}.path: file {str(path)!r} is empty")
-    if _is_jsonl(path):
-        first = next(_records(path, where), None)
-        if first is None:
-            raise CorpusError(f"{where}.path: file {str(path)!r} holds no records")
+    if fmt == "txt":
+        _text(path, where, CHECK_BYTES)
+        return
+    first = next(_records(path, where), None)
+    if first is None:
+        raise CorpusError(f"{where}.path: file {str(path)!r} holds no records")
+    line, record = first
+    if isinstance(record, dict):
         for text_field in spec["text_fields"]:
             try:
-                get_field(first[1], text_field, f"{where}.text_fields")
-            except CorpusError as exc:
+                get_field(record, text_field, f"{where}.text_fields", spec["list_separators"])
+            except FieldNotFound as exc:
                 raise CorpusError(f"{exc} in the first record of {str(path)!r}") from None
+            except InvalidRecord:
+                pass  # its type is checked next, with the line
+    record_document(record, spec, f"{where} ({path}:{line})", 0)  # refused unless skip_invalid_records
 
 
-def documents(spec: Mapping[str, Any], where: str, revision: str | None) -> Iterator[Document]:
-    path = Path(spec["path"])
+def documents(spec: Mapping[str, Any], where: str, revision: str | None) -> Iterator[Document | Skipped]:
+    path, fmt = Path(spec["path"]), file_format(spec, where)
     if not path.exists():
         raise CorpusError(f"{where}.path: file {str(path)!r} does not exist")
-    if _is_jsonl(path):
+    if fmt == "jsonl":
         for i, record in _records(path, where):
-            yield Document(str(record.get(spec["id_field"], i - 1)), record_text(record, spec, f"{where} ({path}:{i})"))
+            yield record_document(record, spec, f"{where} ({path}:{i})", i - 1)
     else:
-        text = path.read_text(encoding="utf-8")
+        text = _text(path, where)
         blocks = text.split("\n\n") if spec["split_paragraphs"] else [text]
         for i, block in enumerate(blocks):
             yield Document(f"{path.name}:{i}", block)
