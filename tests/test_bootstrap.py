@@ -107,6 +107,17 @@ def test_paired_document_bootstrap_covers_alpha_and_token_bootstrap_does_not() -
     assert covered["tokens"] / SIMULATIONS < 0.85, covered
 
 
+def histogram_statistics(size: float) -> dict[str, float]:
+    """Rank-histogram statistics a summary carries besides its sums (error entropy, the lognormal's laws)."""
+    return {
+        "ee": 4.0 * size**-0.01,
+        "self_alignment": 0.3 * size**-0.1,
+        "confidence": 0.2 * size**-0.1,
+        "ee_lognormal": 4.5 * size**-0.02,
+        "neg_log_p1_lognormal": 3.0 * size**-0.05,
+    }
+
+
 def synthetic_family(rbp: dict[int, np.ndarray], ce: np.ndarray, replicates: int = 8, noise: float = 0.0):
     """Summaries and replicate totals of a family whose metrics are exactly `rbp[k]` and `ce` per size."""
     ks = sorted(rbp)
@@ -124,7 +135,7 @@ def synthetic_family(rbp: dict[int, np.ndarray], ce: np.ndarray, replicates: int
                 "vocab_size": 1000,
                 "n_tokens": n,
                 "k": ks,
-                "totals": {"n": n, "sum_logprob": -ce[m] * n, "hits": hits},
+                "totals": {"n": n, "sum_logprob": -ce[m] * n, "hits": hits, **histogram_statistics(size)},
             }
         )
         jitter = 1 + noise * rng.normal(size=(replicates, 1))
@@ -133,6 +144,7 @@ def synthetic_family(rbp: dict[int, np.ndarray], ce: np.ndarray, replicates: int
                 "n": np.full(replicates, float(n)),
                 "sum_logprob": np.full(replicates, -ce[m] * n) * jitter[:, 0],
                 "hits": np.tile(hits, (replicates, 1)) * np.minimum(jitter, 1 / max(rbp[k][m] for k in ks)),
+                **{name: np.full(replicates, v) * jitter[:, 0] for name, v in histogram_statistics(size).items()},
             }
         )
     return summaries, Replicates(summaries, totals)

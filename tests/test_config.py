@@ -60,7 +60,7 @@ def default_of(config: dict[str, Any], path: tuple[Any, ...]) -> tuple[bool, Any
 SETTINGS = ("extraction", "analysis", "figures", "tokenization", "ladder")  # not the data: datasets, ladder.corpus
 
 
-@pytest.mark.parametrize("name", ["config.yaml", "smoke.yaml", "paper.yaml"])
+@pytest.mark.parametrize("name", ["config.yaml", "smoke.yaml", "paper.yaml", "pythia_training.yaml"])
 def test_configs_state_non_default_values_only_with_a_reason(name: str) -> None:
     """A setting differing from the schema's default needs a comment on its line saying why."""
     path = REPO / "config" / name

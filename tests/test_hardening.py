@@ -128,6 +128,10 @@ PLAN_ERRORS = {
         _file_dataset("data.jsonl", b'{"text": "caf\xe9"}\n'),
         ["datasets.mine", "data.jsonl:1: not UTF-8 (byte 0xe9 at byte offset 13"],
     ),
+    "a late line not UTF-8 (the whole file is checked before any job)": (
+        _file_dataset("data.jsonl", b'{"text": "one"}\n' * 3 + b'{"text": "t\xffo"}\n'),
+        ["datasets.mine", "data.jsonl:4: not UTF-8 (byte 0xff at byte offset 59"],
+    ),
     "corrupt gzip": (
         _file_dataset("data.jsonl.gz", b"\x1f\x8b\x08\x00not really gzip"),
         ["datasets.mine.path", "data.jsonl.gz is not a readable gzip file"],
@@ -364,8 +368,8 @@ def test_job_time_refusals_name_model_and_key(smoke_run: Path, tmp_path: Path) -
 
 @pytest.mark.slow
 def test_corpus_jobs_read_by_content_and_name_bad_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past the first record (which the plan checks): bad lines fail the corpus job with file:line,
-    or are skipped and counted where the entry says so; `.JSONL` is JSON lines."""
+    """Past the first record (which the plan checks, with the whole file's encoding): bad records fail the
+    corpus job with file:line, or are skipped and counted where the entry says so; `.JSONL` is JSON lines."""
     from tests.test_corpus import write_records
 
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
@@ -373,7 +377,6 @@ def test_corpus_jobs_read_by_content_and_name_bad_lines(tmp_path: Path, monkeypa
     data = tmp_path / "data"
     data.mkdir()
     (data / "Upper.JSONL").write_bytes(_lines({"text": "one"}, {"text": "two"}, {"text": "three"}))
-    (data / "late.jsonl").write_bytes(_lines({"text": "one"}) + b'{"text": "t\xffo"}\n')
     (data / "skip.jsonl").write_bytes(_lines({"text": "one"}, {"text": None}, {"text": 3}, [1], {"text": "four"}))
     hub = data / "hubby"
     (hub / "default").mkdir(parents=True)
@@ -384,7 +387,6 @@ def test_corpus_jobs_read_by_content_and_name_bad_lines(tmp_path: Path, monkeypa
     config = copy.deepcopy(SMOKE)
     config["datasets"] = {
         "upper": {"source": "local", "path": str(data / "Upper.JSONL")},
-        "late": {"source": "local", "path": str(data / "late.jsonl")},
         "skip": {"source": "local", "path": str(data / "skip.jsonl"), "skip_invalid_records": True},
         "hub": {"source": "hub", "path": str(hub)},
         "hubskip": {"source": "hub", "path": str(hub), "skip_invalid_records": True},
@@ -405,8 +407,5 @@ def test_corpus_jobs_read_by_content_and_name_bad_lines(tmp_path: Path, monkeypa
     assert texts("skip") == ["one", "four"] and sidecar("skip")["skipped_records"] == 3
     assert texts("hubskip") == ["fine"] and sidecar("hubskip")["skipped_records"] == 1
     assert sidecar("upper")["skipped_records"] == 0
-    late = (work / "logs/corpus/late.log").read_text()
-    assert f"{data / 'late.jsonl'}:2: not UTF-8 (byte 0xff at byte offset 27" in late
-    assert not (work / "results/corpus/late.jsonl").exists()
     hub_log = (work / "logs/corpus/hub.log").read_text()
     assert "datasets.hub (record 1): text field 'text' holds null" in hub_log

@@ -365,3 +365,36 @@ def test_dataset_revision_offline_and_online(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     with pytest.raises(CorpusError, match=r"datasets.wiki: could not resolve revision 'main' of hub dataset"):
         resolve_revision(spec, "datasets.wiki")
+
+
+PYTHIA_TRAINING = yaml.safe_load((REPO / "config/pythia_training.yaml").read_text())
+TOKENS_PER_STEP = 2_097_152  # Pythia: 1024 sequences x 2048 tokens per optimizer step
+
+
+def test_pythia_training_grid_plans_offline(tmp_path: Path) -> None:
+    """Sizes x published training steps: D from the step, the released model (step 143000) final, S as published."""
+    plans = build_plan(PYTHIA_TRAINING, check_paths=False)
+    assert len(plans) == 25 and {p.size for p in plans.values()} == {
+        f"pythia-{s}" for s in ("70m", "160m", "410m", "1b", "1.4b")
+    }
+    published = {m["name"]: m["S"] for m in PAPER["models"]}
+    for name, plan in plans.items():
+        step = int(name.rsplit("step", 1)[1])
+        assert plan.D == step * TOKENS_PER_STEP and plan.source.revision == f"step{step}"
+        assert plan.final == (step == 143000)
+        assert plan.expected_size == published[plan.size]  # the same S as the paper grid (checked there on meta)
+    assert {p.tokenizer_key for p in plans.values()} == {"EleutherAI--pythia-70m"}  # one tokenization per dataset
+    workdir = copy_workflow(tmp_path / "wf")
+    jobs = planned_jobs(workdir, "--cores", "8", "--configfile", "config/pythia_training.yaml")
+    by_rule: dict[str, int] = {}
+    for key, n in jobs.items():
+        by_rule[key.split("[")[0]] = by_rule.get(key.split("[")[0], 0) + n
+    assert by_rule == {
+        "corpus": 2,
+        "tokenize": 2,
+        "extract": 50,
+        "summarize": 50,
+        "table": len(TABLES),
+        "figure": len(FIGURES),
+        "all": 1,
+    }

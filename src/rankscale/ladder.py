@@ -108,9 +108,19 @@ def training_sequences(corpus: TokenizedCorpus, seq_len: int, eos_id: int) -> np
 
 
 def train_model(
-    size: SizeSpec, train: TrainSpec, corpus: TokenizedCorpus, vocab_size: int, eos_id: int, out_dir: Path
+    size: SizeSpec,
+    train: TrainSpec,
+    corpus: TokenizedCorpus,
+    vocab_size: int,
+    eos_id: int,
+    out_dir: Path,
+    stop_at: int | None = None,
 ) -> dict[str, Any]:
-    """Train one ladder model for `train.tokens` tokens and save it to `out_dir`."""
+    """Train one ladder model for `train.tokens` tokens and save it to `out_dir`.
+
+    `stop_at`: save a checkpoint instead, the same run (schedule, seed, data order) stopped after
+    the step that reaches `stop_at` training tokens: bit-identical to that state of the full run.
+    """
     from transformers import GPTNeoXForCausalLM
 
     torch.manual_seed(train.seed)
@@ -139,7 +149,9 @@ def train_model(
     )
     started = last = time.perf_counter()
     losses: list[float] = []
-    for step in range(steps):
+    per_step = train.batch_size * train.seq_len
+    run = steps if stop_at is None else min(steps, max(1, math.ceil(stop_at / per_step)))
+    for step in range(run):
         idx = order[step * train.batch_size : (step + 1) * train.batch_size]
         batch = torch.from_numpy(seqs[idx].astype(np.int64))
         loss = model(input_ids=batch, labels=batch).loss
@@ -150,8 +162,8 @@ def train_model(
         opt.zero_grad(set_to_none=True)
         losses.append(loss.item())
         now = time.perf_counter()
-        if now - last >= 10 or step == steps - 1:
-            seen = (step + 1) * train.batch_size * train.seq_len
+        if now - last >= 10 or step == run - 1:
+            seen = (step + 1) * per_step
             log.info(
                 "%s step %d/%d loss %.3f (%.0f tokens/s)",
                 size.name,
@@ -166,8 +178,10 @@ def train_model(
     summary = {
         "size": size.__dict__,
         "train": train.__dict__,
-        "steps": steps,
-        "epochs": steps * train.batch_size / len(seqs),
+        "steps": run,
+        "schedule_steps": steps,
+        "tokens_seen": run * per_step,
+        "epochs": run * train.batch_size / len(seqs),
         "final_loss": float(np.mean(losses[-20:])),
         "wall_time_s": time.perf_counter() - started,
     }

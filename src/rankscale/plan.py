@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 import re
 import warnings
 from collections.abc import Mapping
@@ -67,6 +68,14 @@ class ModelPlan:
     where: str = "models[?]"  # the entry's key path, for messages
     keys: dict[str, str] = field(default_factory=lambda: {"device": "extraction.device"})  # setting -> its key path
     allow_vocab_gap: bool = False  # an output layer wider than the tokenizer beyond padding is accepted
+    D: int | None = None  # training tokens seen, where known
+    size: str = ""  # the size this model is a checkpoint of (its own name for a final model)
+    final: bool = True  # the last checkpoint of its size: size laws use these only
+    checkpoint: int | None = None  # a ladder checkpoint: the training tokens it was asked at
+
+    def info(self) -> dict[str, Any]:
+        """What the summaries record about the model besides what it scored."""
+        return {"family": self.family, "D": self.D, "size": self.size or self.name, "final": self.final}
 
     def identity(self, dataset: str) -> RankIdentity:
         """What this model's rank array on `dataset` depends on (the dataset's windows win)."""
@@ -148,15 +157,60 @@ def ladder_dir(config: Mapping[str, Any]) -> str:
     return f"{LADDER_ROOT}/{short_hash(key, 12)}"
 
 
+def training_steps(tokens: int, train: Mapping[str, Any]) -> int:
+    """Optimizer steps until at least `tokens` training tokens have been seen."""
+    return max(1, math.ceil(tokens / (train["batch_size"] * train["seq_len"])))
+
+
+def checkpoint_name(size: str, tokens: int) -> str:
+    return f"{size}-t{tokens}"
+
+
 def ladder_models(config: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The ladder's sizes as model entries (their settings come from `extraction:`)."""
+    """The ladder's sizes, and their checkpoints, as model entries (settings come from `extraction:`).
+
+    A checkpoint is its size's training run (same schedule, seed and data order) stopped after
+    the step that reaches t tokens, so it has seen the first multiple of batch_size x seq_len at
+    or above t: its D. Each is trained by its own job, so adding one trains and scores it alone.
+    """
     ladder = config.get("ladder")
     if not ladder:
         return []
-    seq_len = ladder["train"]["seq_len"]  # the models are built with this many positions
-    return [
-        {"name": s["name"], "family": ladder["family"], "ladder": True, "seq_len": seq_len} for s in ladder["sizes"]
-    ]
+    train = ladder["train"]
+    seq_len = train["seq_len"]  # the models are built with this many positions
+    per_step = train["batch_size"] * seq_len
+    out = []
+    for s in ladder["sizes"]:
+        base = {"family": ladder["family"], "ladder": True, "seq_len": seq_len, "size": s["name"]}
+        for tokens in train["checkpoints"]:
+            name = checkpoint_name(s["name"], tokens)
+            out.append({**base, "name": name, "checkpoint": tokens, "D": training_steps(tokens, train) * per_step})
+        out.append({**base, "name": s["name"], "D": training_steps(train["tokens"], train) * per_step})
+    return out
+
+
+def check_checkpoints(config: Mapping[str, Any]) -> None:
+    """Checkpoints a ladder can save: ascending, distinct, before the end of training."""
+    ladder = config.get("ladder")
+    if not ladder:
+        return
+    asked, total = ladder["train"]["checkpoints"], ladder["train"]["tokens"]
+    for i, tokens in enumerate(asked):
+        if tokens >= total:
+            raise ConfigError(
+                f"ladder.train.checkpoints[{i}]: {tokens} is not below ladder.train.tokens = {total} "
+                "(the final model is the last checkpoint)"
+            )
+        if i and tokens <= asked[i - 1]:
+            raise ConfigError(
+                f"ladder.train.checkpoints[{i}]: {tokens} does not follow {asked[i - 1]}: list them ascending, each once"
+            )
+    steps = [training_steps(t, ladder["train"]) for t in asked]
+    if len(set(steps)) < len(steps):
+        raise ConfigError(
+            f"ladder.train.checkpoints: {asked} fall in the same training step (steps {steps}, "
+            f"{ladder['train']['batch_size'] * ladder['train']['seq_len']} tokens each): space them further apart"
+        )
 
 
 TRAIN_TOKENS = "train_tokens.json"  # in the ladder directory: the training text's length in tokens
@@ -325,6 +379,7 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str,
     """
     config = validate(copy.deepcopy(dict(config)))
     check_ladder(config, check_paths)
+    check_checkpoints(config)
     check_datasets(config, check_paths)
     check_analysis(config)
     defaults = config["extraction"]
@@ -358,12 +413,46 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str,
             where=where,
             keys=keys,
             allow_vocab_gap=bool(entry.get("allow_vocab_gap")),
+            D=entry.get("D"),
+            size=entry.get("size") or entry.get("checkpoint_of") or name,
+            checkpoint=entry.get("checkpoint"),
         )
     if not plans:
         raise ConfigError("models: the configuration lists no models (ladder.sizes and models are both empty)")
+    _mark_checkpoints(plans)
     _distinct_tokenizer_keys(plans)
     _warn_small_families(plans)
     return plans
+
+
+def _mark_checkpoints(plans: dict[str, ModelPlan]) -> None:
+    """Group models by the size they are checkpoints of; the one with most training tokens is final.
+
+    Checkpoints of one size must share its family and each say how many tokens they have seen.
+    """
+    groups: dict[str, list[ModelPlan]] = {}
+    for plan in plans.values():
+        groups.setdefault(plan.size, []).append(plan)
+    for size, members in groups.items():
+        if len(members) == 1:
+            continue
+        for plan in members:
+            if plan.D is None:
+                raise ConfigError(
+                    f"{plan.where}.D: model {plan.name!r} is one of the checkpoints of {size!r} "
+                    f"({[m.name for m in members]}) but says no D (training tokens seen)"
+                )
+            if plan.family != members[0].family:
+                raise ConfigError(
+                    f"{plan.where}.family: checkpoints of {size!r} must share one family; {plan.name!r} has "
+                    f"{plan.family!r}, {members[0].name!r} has {members[0].family!r}"
+                )
+        Ds = [m.D for m in members]
+        if len(set(Ds)) < len(Ds):
+            raise ConfigError(f"{members[-1].where}.D: checkpoints of {size!r} repeat a D: {Ds}")
+        last = max(members, key=lambda m: m.D or 0)
+        for plan in members:
+            plans[plan.name] = replace(plan, final=plan is last)
 
 
 def dataset_windows(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -144,11 +144,16 @@ def rank_tests(hist: np.ndarray, pairs: RankPairs, n_rows: int) -> tuple[dict[st
 
 
 def summarize(
-    arrays: RankArrays, meta: Mapping[str, Any], analysis: Mapping[str, Any], resampling: Resampling
+    arrays: RankArrays,
+    meta: Mapping[str, Any],
+    analysis: Mapping[str, Any],
+    resampling: Resampling,
+    model: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], np.ndarray, dict[str, np.ndarray]]:
     """(summary, rank histogram, bootstrap arrays): totals on the k grid, N-token runs, rank-distribution
     statistics (error entropy, CE decomposition, lognormal and alternatives), the per-document statistics
-    and their replicate totals."""
+    and their replicate totals. `model`: what the plan says of the model (training tokens D, the size
+    it is a checkpoint of, whether it is that size's final model)."""
     vocab_size = int(meta["vocab_size"])
     if arrays.rank.size == 0:
         raise ValueError(f"{meta['model']} / {meta['dataset']}: no scored tokens")
@@ -191,11 +196,15 @@ def summarize(
     point_totals.update(
         {name: [int(v) for v in stats[name].sum(axis=0)] for name in ("pairs_prev_hit", "pairs_both_hit")}
     )
+    info = {"D": None, "size": meta["model"], "final": True, **(model or {})}  # `ModelPlan.info()`
     summary = {
         "model": meta["model"],
         "family": resampling.family,
         "dataset": meta["dataset"],
         "S": int(meta["S"]),
+        "D": info["D"],
+        "size": info["size"],
+        "final": info["final"],
         "vocab_size": vocab_size,
         "n_tokens": int(arrays.rank.size),
         "n_documents": len(docs),

@@ -24,11 +24,20 @@ import pandas as pd
 
 from rankscale.bootstrap import interval, p_value, spread_to_noise
 from rankscale.conjecture import markov_run_rate
-from rankscale.laws import FORMS, compare_forms, fit_power_law_replicates
+from rankscale.laws import FORMS, compare_forms, fit_joint_law, fit_power_law, fit_power_law_replicates
 from rankscale.metrics import METRICS, metric_for_law
 from rankscale.summary import summary_totals
 
-MODEL_COLUMNS = ("family", "model", "dataset", "S", "vocab_size", "n_tokens")
+MODEL_COLUMNS = ("family", "model", "dataset", "S", "D", "size", "final", "vocab_size", "n_tokens")
+
+
+def finals(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The rows of each size's final model: the laws in S are fitted over these (checkpoints are D's)."""
+    return metrics[metrics["final"].astype(bool)]
+
+
+def final_summaries(summaries: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [s for s in summaries if s["final"]]
 
 
 class Replicates:
@@ -69,8 +78,14 @@ class Table:
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """A table as written (full precision, read back bit for bit; k as a nullable integer)."""
-    return pd.read_csv(path, dtype={"k": "Int64"})
+    """A table as written (full precision, read back bit for bit; k and D as nullable integers).
+
+    A table with no rows (e.g. fits in D when no model has checkpoints) reads back empty.
+    """
+    try:
+        return pd.read_csv(path, dtype={"k": "Int64", "D": "Int64", "versus_k": "Int64"})
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
 
 
 def _k(value: Any) -> int | None:
@@ -97,7 +112,8 @@ def metrics_table(
                 rows.append({**base, "metric": metric.name, "k": k, "value": float(v), "ci_low": lo, "ci_high": hi})
     df = pd.DataFrame(rows)
     df["k"] = df["k"].astype("Int64")
-    return df.sort_values(["family", "dataset", "metric", "k", "S"], kind="stable").reset_index(drop=True)
+    df["D"] = df["D"].astype("Int64")
+    return df.sort_values(["family", "dataset", "metric", "k", "S", "D"], kind="stable").reset_index(drop=True)
 
 
 def law_replicates(group: pd.DataFrame, replicates: Replicates) -> np.ndarray:
@@ -455,17 +471,14 @@ def emergence_table(
         value = dict(zip(s["k"], rbp.compute(totals), strict=True))
         for run in s["runs"]:
             i = s["emergence_k"].index(run["k"])
-            fit = laws.get((s["family"], s["dataset"], run["k"]))
+            fit = laws.get((s["family"], s["dataset"], run["k"])) if s["final"] else None  # the law in S: final models
             law = FORMS["power_law"].from_row(fit).scaled(run["N"]) if fit else None  # -log p_{N,k} = N C S^-alpha
             predicted = float(value[run["k"]]) ** run["N"]
             markov = float(
                 markov_run_rate(value[run["k"]], totals["pairs_prev_hit"][i], totals["pairs_both_hit"][i], run["N"])
             )
             row = {
-                "family": s["family"],
-                "model": s["model"],
-                "dataset": s["dataset"],
-                "S": s["S"],
+                **{c: s[c] for c in ("family", "model", "dataset", "S", "D", "size", "final")},
                 "k": run["k"],
                 "N": run["N"],
                 "empirical": run["empirical"],
@@ -565,6 +578,105 @@ def emergence_laws_table(
     return pd.DataFrame(rows)
 
 
+def _tokens_groups(metrics: pd.DataFrame, ks: Sequence[int]) -> Iterable[tuple[tuple[Any, ...], pd.DataFrame]]:
+    """Rows with a known D of CE and of RBP_k at `ks`, grouped by (family, dataset, metric, k)."""
+    ce = metrics["metric"] == "ce"
+    rbp = (metrics["metric"] == "rbp") & metrics["k"].isin(list(ks))
+    known = metrics[metrics["D"].notna() & (ce | rbp)]
+    return known.groupby(["family", "dataset", "metric", "k"], dropna=False, sort=True)
+
+
+def data_fits_table(metrics: pd.DataFrame, replicates: Replicates, ks: Sequence[int], level: float) -> pd.DataFrame:
+    """Per size: the power law in training tokens, y = C D^-beta, over its checkpoints (CE and -log RBP_k at
+    `ks`), with intervals from refitting on every bootstrap replicate."""
+    rows = []
+    for (family, dataset, name, k), frame in _tokens_groups(metrics, ks):
+        metric = METRICS[name]
+        for size, group in frame.groupby("size", sort=True):
+            if group["D"].nunique() < 2:
+                continue  # a size without checkpoints has no law in D
+            group = group.sort_values("D", kind="stable")
+            tokens = group["D"].to_numpy(dtype=np.float64)
+            y = metric.to_law(group["value"].to_numpy(dtype=np.float64))
+            row: dict[str, Any] = {
+                "family": family,
+                "size": size,
+                "S": int(group["S"].iloc[-1]),
+                "dataset": dataset,
+                "metric": metric.law,
+                "k": k,
+                "n_checkpoints": len(group),
+                "D_min": int(tokens.min()),
+                "D_max": int(tokens.max()),
+            }
+            try:
+                law = fit_power_law(tokens, y)
+            except ValueError as exc:
+                rows.append({**row, "note": str(exc)})
+                continue
+            reps = fit_power_law_replicates(tokens, law_replicates(group, replicates))
+            row.update(_with_intervals(law.alpha, reps["alpha"], level, "beta"))
+            row.update(_with_intervals(law.C, reps["C"], level, "C"))
+            row.update(_with_intervals(law.r2, reps["r2"], level, "r2"))
+            rows.append({**row, "note": ""})
+    df = pd.DataFrame(rows)
+    if len(df):
+        df["k"] = df["k"].astype("Int64")
+    return df
+
+
+def joint_fits_table(
+    metrics: pd.DataFrame, replicates: Replicates, ks: Sequence[int], level: float, refits: int
+) -> pd.DataFrame:
+    """y = E + A S^-alpha + B D^-beta over every size and checkpoint (Hoffmann et al.'s Approach 3), per
+    family x dataset x metric: parameters with intervals from `refits` bootstrap refits (each started at the
+    full-data fit), and the law's error on the held-out corner, the largest S at the largest D."""
+    rows = []
+    for (family, dataset, name, k), group in _tokens_groups(metrics, ks):
+        if group["D"].nunique() < 2:
+            continue  # no checkpoints: nothing to fit in D
+        metric = METRICS[name]
+        size, tokens = group["S"].to_numpy(dtype=np.float64), group["D"].to_numpy(dtype=np.float64)
+        y = metric.to_law(group["value"].to_numpy(dtype=np.float64))
+        row: dict[str, Any] = {
+            "family": family,
+            "dataset": dataset,
+            "metric": metric.law,
+            "k": k,
+            "n_points": len(group),
+        }
+        try:
+            law = fit_joint_law(size, tokens, y)
+        except ValueError as exc:
+            rows.append({**row, "note": str(exc)})
+            continue
+        samples = law_replicates(group, replicates)[:refits]
+        refitted = []
+        for values in samples:
+            try:
+                refitted.append(fit_joint_law(size, tokens, values, start=law).row())
+            except ValueError:
+                refitted.append(dict.fromkeys(law.row(), math.nan))
+        for p, value in law.row().items():
+            row.update(_with_intervals(value, np.array([r[p] for r in refitted]), level, p))
+        residual = np.log(y) - np.log(law.predict(size, tokens))
+        corner = (size == size.max()) & (tokens == tokens[size == size.max()].max())
+        held = {"corner_model": group["model"].to_numpy()[corner][0], "corner_observed": float(y[corner][0])}
+        try:
+            without = fit_joint_law(size[~corner], tokens[~corner], y[~corner])
+            held["corner_predicted"] = float(without.predict(size[corner], tokens[corner])[0])
+            held["corner_rel_error"] = held["corner_predicted"] / held["corner_observed"] - 1
+        except ValueError as exc:
+            held["corner_note"] = str(exc)
+        rows.append(
+            {**row, "rmse_log": float(np.sqrt(np.mean(residual**2))), "refits": len(refitted), **held, "note": ""}
+        )
+    df = pd.DataFrame(rows)
+    if len(df):
+        df["k"] = df["k"].astype("Int64")
+    return df
+
+
 def _level(inputs: TableInputs) -> float:
     return float(inputs.settings["bootstrap"]["level"])
 
@@ -588,7 +700,9 @@ TABLES: dict[str, Table] = {
         ),
         Table(
             name="powerlaw_fits",
-            build=lambda inputs: fits_table(inputs.tables["metrics"], "power_law", inputs.replicates, _level(inputs)),
+            build=lambda inputs: fits_table(
+                finals(inputs.tables["metrics"]), "power_law", inputs.replicates, _level(inputs)
+            ),
             needs=("metrics",),
             summaries=False,
             replicates=True,
@@ -607,7 +721,7 @@ TABLES: dict[str, Table] = {
         Table(
             name="exponent_contrasts",
             build=lambda inputs: contrasts_table(
-                inputs.tables["metrics"], inputs.tables["powerlaw_fits"], inputs.replicates, _level(inputs)
+                finals(inputs.tables["metrics"]), inputs.tables["powerlaw_fits"], inputs.replicates, _level(inputs)
             ),
             needs=("metrics", "powerlaw_fits"),
             summaries=False,
@@ -624,7 +738,7 @@ TABLES: dict[str, Table] = {
         Table(
             name="extrapolation",
             build=lambda inputs: extrapolation_table(
-                inputs.tables["metrics"], inputs.replicates, inputs.settings["law_k"], _level(inputs)
+                finals(inputs.tables["metrics"]), inputs.replicates, inputs.settings["law_k"], _level(inputs)
             ),
             needs=("metrics",),
             summaries=False,
@@ -641,7 +755,7 @@ TABLES: dict[str, Table] = {
         Table(
             name="form_comparison",
             build=lambda inputs: form_comparison_table(
-                inputs.tables["metrics"], inputs.settings["forms"], inputs.settings["law_k"]
+                finals(inputs.tables["metrics"]), inputs.settings["forms"], inputs.settings["law_k"]
             ),
             needs=("metrics",),
             summaries=False,
@@ -697,7 +811,9 @@ TABLES: dict[str, Table] = {
         ),
         Table(
             name="lognormal_trends",
-            build=lambda inputs: lognormal_trends_table(inputs.summaries, inputs.replicates, _level(inputs)),
+            build=lambda inputs: lognormal_trends_table(
+                final_summaries(inputs.summaries), inputs.replicates, _level(inputs)
+            ),
             replicates=True,
             settings=("bootstrap",),
             caption=(
@@ -724,9 +840,46 @@ TABLES: dict[str, Table] = {
             ),
         ),
         Table(
+            name="data_fits",
+            build=lambda inputs: data_fits_table(
+                inputs.tables["metrics"], inputs.replicates, inputs.settings["law_k"], _level(inputs)
+            ),
+            needs=("metrics",),
+            summaries=False,
+            replicates=True,
+            settings=("bootstrap", "law_k"),
+            caption=(
+                "Scaling in training tokens: per size (its checkpoints, each with the training tokens D it has "
+                "seen), the power law y = C D^-beta of cross-entropy and of -log RBP_k at ``analysis.law_k``, by "
+                "least squares in log-log space, with intervals from refitting on every bootstrap replicate. Empty "
+                "when no model declares D (``ladder.train.checkpoints``, or ``D`` on model entries)."
+            ),
+        ),
+        Table(
+            name="joint_fits",
+            build=lambda inputs: joint_fits_table(
+                inputs.tables["metrics"],
+                inputs.replicates,
+                inputs.settings["law_k"],
+                _level(inputs),
+                inputs.settings["bootstrap"]["refits"],
+            ),
+            needs=("metrics",),
+            summaries=False,
+            replicates=True,
+            settings=("bootstrap", "law_k"),
+            caption=(
+                "Size and training tokens together: y = E + A S^-alpha + B D^-beta over every size and checkpoint, "
+                "fitted as Hoffmann et al. 2022's Approach 3 (Huber loss, delta 1e-3, on log y; L-BFGS from a grid "
+                "of starts). Intervals: the law refitted on the first ``analysis.bootstrap.refits`` bootstrap "
+                "replicates (``refits``), each started at the full-data fit. ``corner_*``: the law fitted without the "
+                "largest size at its largest D predicts that point; ``rmse_log``: the fit's error in log space."
+            ),
+        ),
+        Table(
             name="emergence_laws",
             build=lambda inputs: emergence_laws_table(
-                inputs.summaries, inputs.tables["powerlaw_fits"], inputs.replicates, _level(inputs)
+                final_summaries(inputs.summaries), inputs.tables["powerlaw_fits"], inputs.replicates, _level(inputs)
             ),
             needs=("powerlaw_fits",),
             replicates=True,

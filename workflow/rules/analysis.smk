@@ -15,7 +15,7 @@ rule summarize:
         boot="results/summary/{model}/{dataset}.boot.npz",
     params:
         analysis=ANALYSIS,
-        family=lambda wc: PLAN[wc.model].family,
+        model=lambda wc: PLAN[wc.model].info(),  # family, training tokens D, the size it is a checkpoint of
         identity=lambda wc: PLAN[wc.model].identity(wc.dataset).params(),
     log:
         "logs/summarize/{model}/{dataset}.log",

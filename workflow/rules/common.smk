@@ -45,8 +45,8 @@ ANALYSIS = canonical(
             | set(config["analysis"]["emergence_k"])
             | set(config["analysis"]["law_k"])
         ),
-        # summaries draw the replicates; the interval's level only matters to the tables
-        "bootstrap": {k: v for k, v in config["analysis"]["bootstrap"].items() if k != "level"},
+        # summaries draw the replicates; the interval's level and the refits only matter to the tables
+        "bootstrap": {k: config["analysis"]["bootstrap"][k] for k in ("replicates", "seed")},
     }
 )
 

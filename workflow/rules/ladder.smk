@@ -41,8 +41,10 @@ rule ladder_train:
     output:
         directory(f"{LADDER_DIR}/models/{{model}}"),
     params:
-        size=lambda wc: canonical(LADDER_SIZES[wc.model]),
-        train=canonical(LADDER["train"]) if LADDER else {},
+        size=lambda wc: canonical(LADDER_SIZES[PLAN[wc.model].size]),
+        # what every size's run shares; not the list of checkpoints (adding one trains that one alone)
+        train=canonical({k: v for k, v in LADDER["train"].items() if k != "checkpoints"}) if LADDER else {},
+        stop_at=lambda wc: PLAN[wc.model].checkpoint,  # a checkpoint: the run stopped at these tokens
     threads: LADDER["threads"] if LADDER else 1
     log:
         "logs/ladder/train/{model}.log",

@@ -29,7 +29,19 @@ corpus, counts = tokenize_documents(read_jsonl(snakemake.input.corpus), tokenize
 log.info("training corpus: %s", {k: v for k, v in counts.items() if k != "corpus_documents"})
 with atomic_dir(snakemake.output[0]) as tmp:
     summary = train_model(
-        SizeSpec(**size_cfg), TrainSpec(**train_cfg), corpus, len(tokenizer), tokenizer.eos_token_id, tmp
+        SizeSpec(**size_cfg),
+        TrainSpec(**train_cfg),
+        corpus,
+        len(tokenizer),
+        tokenizer.eos_token_id,
+        tmp,
+        stop_at=snakemake.params.stop_at,
     )
     tokenizer.save_pretrained(str(tmp))
-log.info("trained %s in %.1f s, final loss %.3f", size_cfg["name"], summary["wall_time_s"], summary["final_loss"])
+log.info(
+    "trained %s to %d tokens in %.1f s, final loss %.3f",
+    snakemake.wildcards.model,
+    summary["tokens_seen"],
+    summary["wall_time_s"],
+    summary["final_loss"],
+)

@@ -31,7 +31,7 @@ resampling = Resampling.for_family(
     family_units,
     replicates=analysis["bootstrap"]["replicates"],
     seed=analysis["bootstrap"]["seed"],
-    family_name=snakemake.params.family,
+    family_name=snakemake.params.model["family"],
     dataset=snakemake.wildcards.dataset,
 )
 if resampling.n_units < 20:
@@ -39,7 +39,7 @@ if resampling.n_units < 20:
         "the bootstrap resamples only %d documents: with so few, its intervals are rough and often too narrow",
         resampling.n_units,
     )
-summary, hist, boot = summarize(arrays, meta, analysis, resampling)
+summary, hist, boot = summarize(arrays, meta, analysis, resampling, snakemake.params.model)
 write_npz(snakemake.output.hist, counts=hist)
 write_npz(snakemake.output.boot, **boot)
 write_json(snakemake.output.summary, summary)

@@ -12,6 +12,7 @@ import pandas as pd
 from rankscale.laws import FORMS
 from rankscale.plots.common import S_LABEL, Figure, FigureData, cycle_color, grid, save
 from rankscale.plots.laws import fit_row, readable_log_ticks
+from rankscale.tables import finals
 
 KINDS = {  # column of the emergence table -> how it is drawn
     "empirical": {"fmt": "o", "label": "measured runs"},
@@ -37,7 +38,7 @@ def _law_curve(data: FigureData, family: str, dataset: str, k: int, n: int, size
 def fig_emergence(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
     """-log p_{N,k} vs S, log-log, one colour per N: measured runs (with intervals), independent and Markov
     predictions, and the fitted sequence law N C S^-alpha (paper Fig. 7, in the space where it is a line)."""
-    table = data.tables["emergence"]
+    table = finals(data.tables["emergence"])
     rows, ks = _panels(table, data.datasets)
     fig, axes = grid(len(rows), len(ks), w=4.4, h=3.6)
     for i, (dataset, family) in enumerate(rows):
@@ -79,7 +80,7 @@ def fig_emergence(data: FigureData, settings: Mapping[str, Any], png: Path) -> N
 def fig_emergence_probability(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
     """p_{N,k} itself against S (linear), where emergence looks like a sigmoid: measured runs with intervals and
     the fitted law exp(-N C S^-alpha) over the measured sizes, extended only as far as `emergence_extrapolate`."""
-    table = data.tables["emergence"]
+    table = finals(data.tables["emergence"])
     rows, ks = _panels(table, data.datasets)
     decades = float(settings["emergence_extrapolate"])
     fig, axes = grid(len(rows), len(ks), w=4.4, h=3.4)

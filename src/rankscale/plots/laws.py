@@ -15,7 +15,7 @@ from rankscale.bootstrap import interval
 from rankscale.laws import FORMS, fit_power_law_replicates
 from rankscale.metrics import METRICS, metric_for_law
 from rankscale.plots.common import S_LABEL, Figure, FigureData, colors, cycle_color, grid, save
-from rankscale.tables import law_replicates
+from rankscale.tables import finals, law_replicates
 
 INTERVAL_NOTE = (
     "Error bars: percentile intervals of a bootstrap over documents (``analysis.bootstrap``); shaded band: "
@@ -42,6 +42,7 @@ def readable_log_ticks(ax: Any, axis: str = "y") -> None:
 def law_group(metrics: pd.DataFrame, family: str, dataset: str, law: str, k: int | None) -> pd.DataFrame:
     """The rows of one fitted quantity: a family's models on a dataset (at k), by S."""
     metric = metric_for_law(law)
+    metrics = finals(metrics)  # laws in S: each size's final model (checkpoints are Fig. 10's)
     sel = metrics[(metrics["family"] == family) & (metrics["dataset"] == dataset) & (metrics["metric"] == metric.name)]
     sel = sel[sel["k"].isna()] if k is None else sel[sel["k"] == k]
     return sel.sort_values("S", kind="stable")
@@ -218,7 +219,7 @@ def fig_extrapolation(data: FigureData, settings: Mapping[str, Any], png: Path) 
     markers = {1: "o", 2: "^"}
     for j, dataset in enumerate(data.datasets):
         ax = axes[0, j]
-        sel = table[table["dataset"] == dataset] if len(table) else table
+        sel = table[table["dataset"] == dataset] if len(table) else pd.DataFrame(columns=["metric", "k"])
         labels = [
             (m, None if pd.isna(k) else int(k))
             for m, k in sel[["metric", "k"]].drop_duplicates().itertuples(index=False)

@@ -13,6 +13,7 @@ from rankscale.lognormal import log_pmf
 from rankscale.plots.common import S_LABEL, Figure, FigureData, colors, cycle_color, grid, save
 from rankscale.plots.laws import draw_law, readable_log_ticks
 from rankscale.rankdist import FAMILIES
+from rankscale.tables import finals
 
 
 def fig_derived_laws(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
@@ -33,6 +34,8 @@ def fig_derived_laws(data: FigureData, settings: Mapping[str, Any], png: Path) -
         for i, family in enumerate(families):
             for c, (law, k, marker, name) in enumerate(series):
                 draw_law(ax, data, family, dataset, law, k, cycle_color(4 * i + c), marker, name)
+            if contrasts.empty:  # e.g. a single size: nothing fitted, nothing compared
+                continue
             sel = contrasts[(contrasts["family"] == family) & (contrasts["dataset"] == dataset)]
             for law, versus, versus_k in (("ee_lognormal", "ce", None), ("neg_log_p1_lognormal", "neg_log_rbp", 1)):
                 row = sel[(sel["metric"] == law) & (sel["versus"] == versus)]
@@ -61,7 +64,7 @@ def fig_derived_laws(data: FigureData, settings: Mapping[str, Any], png: Path) -
 def fig_mu_sigma(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
     """mu/sigma (top) and mu, sigma (bottom) of the fitted lognormal against S, with intervals and the
     linear trend in log S of lognormal_trends.csv (paper Fig. 8, right; Hypothesis 2)."""
-    table, trends = data.tables["conjecture"], data.tables["lognormal_trends"]
+    table, trends = finals(data.tables["conjecture"]), data.tables["lognormal_trends"]
     palette = colors(table["family"].unique())
     fig, axes = grid(2, len(data.datasets), w=4.6)
     for j, dataset in enumerate(data.datasets):
@@ -102,7 +105,7 @@ def fig_mu_sigma(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
 
 def fig_decomposition(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
     """CE stacked into error entropy, self-alignment and confidence against S (arXiv 2510.04067)."""
-    table, fits = data.tables["conjecture"], data.tables["powerlaw_fits"]
+    table, fits = finals(data.tables["conjecture"]), data.tables["powerlaw_fits"]
     parts = (("ee", "error entropy"), ("self_alignment", "self-alignment"), ("confidence", "confidence $-\\log C$"))
     rows = [(d, f) for d in data.datasets for f in sorted(table.loc[table["dataset"] == d, "family"].unique())]
     fig, axes = grid(1, len(rows), w=5.0, h=4.2)
@@ -150,7 +153,7 @@ def binned(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
 def fig_rank_histogram(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
     """Rank distribution in logarithmic bins (density per rank) with the fitted lognormal and the best alternative,
     smallest and largest model of each family."""
-    lognormal, tests = data.tables["lognormal_fits"], data.tables["rank_distribution_tests"]
+    lognormal, tests = finals(data.tables["lognormal_fits"]), data.tables["rank_distribution_tests"]
     fig, axes = grid(1, len(data.datasets), w=5.2)
     for j, dataset in enumerate(data.datasets):
         ax = axes[0, j]

@@ -7,7 +7,6 @@ and the line or byte offset where one exists.
 
 from __future__ import annotations
 
-import codecs
 import gzip
 import json
 import zlib
@@ -19,7 +18,6 @@ from rankscale.corpus import CorpusError, Document, FieldNotFound, InvalidRecord
 from rankscale.sources.base import Source
 
 FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".txt": "txt", ".text": "txt", ".md": "txt", "": "txt"}
-CHECK_BYTES = 1 << 16  # how much of a text file the plan decodes
 
 
 def file_format(spec: Mapping[str, Any], where: str) -> str:
@@ -85,21 +83,48 @@ def _records(path: Path, where: str) -> Iterator[tuple[int, Any]]:
                 raise CorpusError(f"{where}: {path}:{i} is not valid JSON ({exc.msg}, column {exc.colno})") from None
 
 
-def _text(path: Path, where: str, limit: int | None = None) -> str:
-    """The file's text (its first `limit` bytes, possibly cut inside a character, for a quick check)."""
+def _text(path: Path, where: str) -> str:
+    """The file's text."""
     try:
         with _open(path) as fh:
-            data = fh.read() if limit is None else fh.read(limit)
+            data = fh.read()
     except (OSError, EOFError, zlib.error) as exc:
         raise _unreadable(path, exc, where) from None
     try:
-        return codecs.getincrementaldecoder("utf-8")().decode(data, final=limit is None)
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, data.count(b"\n", 0, exc.start) + 1, exc.start, exc, where) from None
 
 
+def check_utf8(path: Path, where: str) -> None:
+    """The whole file decodes as UTF-8 (read in chunks: fast, and before any job runs)."""
+    base, line, carry = 0, 1, b""
+    try:
+        with _open(path) as fh:
+            while True:
+                chunk = fh.read(1 << 20)
+                data = carry + chunk
+                if not data:
+                    return
+                try:
+                    data.decode("utf-8")
+                    carry, consumed = b"", len(data)
+                except UnicodeDecodeError as exc:
+                    if chunk and exc.reason == "unexpected end of data" and exc.start >= len(data) - 3:
+                        carry, consumed = data[exc.start :], exc.start  # a character cut at the chunk's end
+                    else:
+                        raise _not_utf8(
+                            path, line + data.count(b"\n", 0, exc.start), base + exc.start, exc, where
+                        ) from None
+                line += data.count(b"\n", 0, consumed)
+                base += consumed
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _unreadable(path, exc, where) from None
+
+
 def check(spec: Mapping[str, Any], where: str, check_paths: bool) -> None:
-    """The format is known; the file exists, is not empty, decodes, and its first record has every text field."""
+    """The format is known; the file exists, is not empty, is UTF-8 throughout, and its first record has
+    every text field."""
     fmt = file_format(spec, where)
     if not check_paths:
         return
@@ -108,8 +133,8 @@ def check(spec: Mapping[str, Any], where: str, check_paths: bool) -> None:
         raise CorpusError(f"{where}.path: file {str(path)!r} does not exist")
     if path.stat().st_size == 0:
         raise CorpusError(f"{where}.path: file {str(path)!r} is empty")
+    check_utf8(path, where)
     if fmt == "txt":
-        _text(path, where, CHECK_BYTES)
         return
     first = next(_records(path, where), None)
     if first is None:

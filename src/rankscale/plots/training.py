@@ -1,0 +1,142 @@
+"""Scaling in training tokens D, and size and tokens together under a compute budget (Figs. 10-11)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rankscale.laws import JointLaw
+from rankscale.metrics import metric_for_law
+from rankscale.plots.common import Figure, FigureData, cycle_color, grid, save
+from rankscale.plots.laws import readable_log_ticks
+
+D_LABEL = "training tokens $D$"
+SHOWN = (("neg_log_rbp", 1), ("ce", None))  # -log RBP_1 and CE
+
+
+def _rows(metrics: pd.DataFrame, dataset: str, law: str, k: int | None) -> pd.DataFrame:
+    metric = metric_for_law(law)
+    sel = metrics[(metrics["dataset"] == dataset) & (metrics["metric"] == metric.name) & metrics["D"].notna()]
+    return sel[sel["k"].isna()] if k is None else sel[sel["k"] == k]
+
+
+def _empty(ax: Any) -> None:
+    ax.text(0.5, 0.5, "no checkpoints: one training-token count D per size\n(ladder.train.checkpoints, or D: on models)",
+            transform=ax.transAxes, ha="center", va="center", fontsize=8)  # fmt: skip
+
+
+def fig_tokens(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+    """-log RBP_1 and CE against D, one line per size, with each size's law in D (data_fits.csv)."""
+    metrics, fits = data.tables["metrics"], data.tables["data_fits"]
+    fig, axes = grid(len(SHOWN), len(data.datasets), w=4.6)
+    for j, dataset in enumerate(data.datasets):
+        for i, (law, k) in enumerate(SHOWN):
+            ax, metric = axes[i, j], metric_for_law(law)
+            rows = _rows(metrics, dataset, law, k)
+            if rows.empty or rows["D"].nunique() < 2:
+                _empty(ax)
+                continue
+            sizes = rows.groupby("size")["S"].max().sort_values()
+            for c, (size, s) in enumerate(sizes.items()):
+                group = rows[rows["size"] == size].sort_values("D")
+                y = metric.to_law(group["value"].to_numpy(float))
+                bounds = np.sort(metric.to_law(group[["ci_low", "ci_high"]].to_numpy(float)), axis=1)
+                label = f"S = {s:.3g}"
+                fit = (
+                    fits[(fits["size"] == size) & (fits["dataset"] == dataset) & (fits["metric"] == law)]
+                    if len(fits)
+                    else fits
+                )
+                fit = fit[fit["k"].isna()] if k is None else fit[fit["k"] == k] if len(fit) else fit
+                if len(fit) and "beta" in fit and np.isfinite(fit["beta"].iloc[0]):
+                    f = fit.iloc[0]
+                    d = np.geomspace(group["D"].min(), group["D"].max(), 40)
+                    ax.plot(d, f["C"] * d ** (-f["beta"]), "-", color=cycle_color(c), alpha=0.7)
+                    label += f": $\\beta$={f['beta']:.3f} [{f['beta_ci_low']:.3f}, {f['beta_ci_high']:.3f}]"
+                ax.errorbar(
+                    group["D"],
+                    y,
+                    yerr=np.abs(bounds.T - y),
+                    fmt="o",
+                    color=cycle_color(c),
+                    ms=4,
+                    capsize=2,
+                    label=label,
+                )
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel(D_LABEL)
+            ax.set_ylabel(metric.axis_label(k))
+            ax.set_title(dataset)
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=5)
+            readable_log_ticks(ax)
+    fig.tight_layout()
+    save(fig, png)
+
+
+def fig_compute_frontier(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+    """y against compute C = 6 S D for every size's checkpoints, and the compute frontier of the joint law."""
+    metrics, joint = data.tables["metrics"], data.tables["joint_fits"]
+    fig, axes = grid(len(SHOWN), len(data.datasets), w=4.6)
+    for j, dataset in enumerate(data.datasets):
+        for i, (law, k) in enumerate(SHOWN):
+            ax, metric = axes[i, j], metric_for_law(law)
+            rows = _rows(metrics, dataset, law, k)
+            if rows.empty or rows["D"].nunique() < 2:
+                _empty(ax)
+                continue
+            compute = 6.0 * rows["S"].astype(float) * rows["D"].astype(float)
+            rows = rows.assign(C=compute)
+            sizes = rows.groupby("size")["S"].max().sort_values()
+            for c, (size, s) in enumerate(sizes.items()):
+                group = rows[rows["size"] == size].sort_values("C")
+                ax.plot(group["C"], metric.to_law(group["value"].to_numpy(float)), "o-", color=cycle_color(c), ms=4,
+                        lw=0.8, label=f"S = {s:.3g}")  # fmt: skip
+            fit = joint[(joint["dataset"] == dataset) & (joint["metric"] == law)] if len(joint) else joint
+            fit = fit[fit["k"].isna()] if k is None else fit[fit["k"] == k] if len(fit) else fit
+            if len(fit) and "E" in fit and np.isfinite(fit["E"].iloc[0]):
+                f = fit.iloc[0]
+                law_fit = JointLaw.from_row(f)
+                budgets = np.geomspace(rows["C"].min(), rows["C"].max(), 60)
+                optimal_s, best = law_fit.compute_optimal(budgets)
+                ax.plot(budgets, best, "k--", lw=1.2,
+                        label=f"frontier: $E$={f['E']:.3g}, $\\alpha$={f['alpha']:.2f}, $\\beta$={f['beta']:.2f}")  # fmt: skip
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("training compute $C = 6\\,S\\,D$ (FLOPs)")
+            ax.set_ylabel(metric.axis_label(k))
+            ax.set_title(dataset)
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=5)
+            readable_log_ticks(ax)
+    fig.tight_layout()
+    save(fig, png)
+
+
+FIGURES = [
+    Figure(
+        name="fig10_rbp_vs_tokens",
+        plot=fig_tokens,
+        tables=("metrics", "data_fits"),
+        caption=(
+            "Scaling in training tokens: -log RBP_1 (top) and cross-entropy (bottom) against the training tokens D "
+            "each checkpoint has seen, one colour per size, with document-bootstrap error bars and each size's "
+            "power law in D (its exponent beta with interval in the legend; data_fits.csv)."
+        ),
+    ),
+    Figure(
+        name="fig11_compute_frontier",
+        plot=fig_compute_frontier,
+        tables=("metrics", "joint_fits"),
+        caption=(
+            "Size and data traded at a compute budget: every checkpoint at its training compute C = 6 S D, one line "
+            "per size, and (dashed) the compute frontier of the joint law y = E + A S^-alpha + B D^-beta fitted to "
+            "all of them (joint_fits.csv): at each C the lowest y the law allows, at S_opt = G (C/6)^(beta/(alpha+beta))."
+        ),
+    ),
+]
