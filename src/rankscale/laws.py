@@ -259,8 +259,8 @@ def compare_forms(size: np.ndarray, y: np.ndarray, forms: Sequence[str]) -> list
 class JointLaw:
     """y = E + A S^(-alpha) + B D^(-beta): size S and training tokens D together (Hoffmann et al. 2022).
 
-    Fitted as their Approach 3: Huber loss (delta 1e-3) on log y - log yhat, L-BFGS from a grid
-    of starts, keeping the best. E, A, B >= 0 (fitted as logarithms).
+    Fitted as their Approach 3: Huber loss (delta 1e-3) on log y - log yhat, L-BFGS from the
+    best points of a grid of starts, keeping the best fit. E, A, B >= 0 (fitted as logarithms).
     """
 
     E: float
@@ -335,6 +335,7 @@ def fit_joint_law(size: np.ndarray, tokens: np.ndarray, y: np.ndarray, start: Jo
             for alpha in (0.1, 0.5, 1.0)
             for beta in (0.1, 0.5, 1.0)
         ]
+        starts = sorted(starts, key=lambda t: _joint_objective(t, xs, xd, ly)[0])[:6]  # the grid's best few
     bounds = [(None, None), (None, None), (0.0, 5.0), (None, None), (0.0, 5.0)]
     best = None
     for theta in starts:
