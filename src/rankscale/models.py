@@ -30,6 +30,7 @@ class ModelSource:
     trust_remote_code: bool = False
     allow_pickle: bool = False
     tokenizer_revision: str | None = None  # of a separate hub `tokenizer`; default main
+    tokenizer_local: bool = False  # the tokenizer is a directory here (e.g. the ladder's), existing yet or not
 
     @property
     def tokenizer_location(self) -> str:
@@ -45,7 +46,7 @@ class ModelSource:
         """
         if self.tokenizer is None:
             return None if self.local else self.revision
-        if Path(self.tokenizer).exists() or self.tokenizer.startswith(("/", ".")):
+        if self.tokenizer_local or Path(self.tokenizer).exists() or self.tokenizer.startswith(("/", ".")):
             return None
         return self.tokenizer_revision or "main"
 

@@ -312,7 +312,9 @@ def _source(
     """Where a model comes from, the key of its tokenization jobs, and its positions if known now."""
     name = entry["name"]
     if entry.get("ladder"):
-        source = ModelSource(name=name, location=f"{ladder}/models/{name}", local=True, tokenizer=f"{ladder}/tokenizer")
+        source = ModelSource(
+            name=name, location=f"{ladder}/models/{name}", local=True, tokenizer=f"{ladder}/tokenizer", tokenizer_local=True
+        )  # the tokenizer is the workflow's own output: local before it exists, so params never flip
         return source, "ladder", (entry["seq_len"], f"ladder model {name!r} (ladder.train.seq_len)")
     common = {
         "name": name,

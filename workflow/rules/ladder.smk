@@ -24,6 +24,7 @@ rule ladder_tokenizer:
     output:
         tokenizer=directory(f"{LADDER_DIR}/tokenizer"),
         counts=f"{LADDER_DIR}/{TRAIN_TOKENS}",  # the text's length in tokens: seq_len is checked at plan time
+        tokens=f"{LADDER_DIR}/train_tokens.npz",  # the text tokenized once for every training job
     params:
         vocab_size=LADDER["tokenizer"]["vocab_size"] if LADDER else 0,
     log:
@@ -36,7 +37,7 @@ rule ladder_tokenizer:
 
 rule ladder_train:
     input:
-        corpus=f"{LADDER_DIR}/train_corpus.jsonl",
+        tokens=f"{LADDER_DIR}/train_tokens.npz",
         tokenizer=f"{LADDER_DIR}/tokenizer",
     output:
         directory(f"{LADDER_DIR}/models/{{model}}"),

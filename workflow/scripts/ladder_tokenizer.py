@@ -10,7 +10,7 @@ from rankscale.atomic import atomic_dir, write_json
 from rankscale.corpus import read_jsonl
 from rankscale.ladder import stream_length, train_tokenizer
 from rankscale.logs import setup_logging
-from rankscale.tokens import tokenize_documents
+from rankscale.tokens import save_tokens, tokenize_documents
 
 log = setup_logging(snakemake.log[0])
 docs = read_jsonl(snakemake.input[0])
@@ -19,5 +19,6 @@ with atomic_dir(snakemake.output.tokenizer) as tmp:
 log.info("trained tokenizer with %d tokens", len(tok))
 # what ladder_train will cut into seq_len rows: the plan refuses a seq_len it cannot fill once
 corpus, counts = tokenize_documents(docs, tok)
+save_tokens(corpus, snakemake.output.tokens, {"tokens": stream_length(corpus), **counts})
 write_json(snakemake.output.counts, {"tokens": stream_length(corpus), **counts})
 log.info("training text: %d tokens", stream_length(corpus))

@@ -12,10 +12,9 @@ import torch
 from transformers import AutoTokenizer
 
 from rankscale.atomic import atomic_dir
-from rankscale.corpus import read_jsonl
 from rankscale.ladder import SizeSpec, TrainSpec, train_model
 from rankscale.logs import setup_logging
-from rankscale.tokens import tokenize_documents
+from rankscale.tokens import load_tokens
 
 log = setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
@@ -25,8 +24,8 @@ d_ref = train_cfg.pop("lr_d_ref")
 lr = size_cfg.pop("lr") or (train_cfg["lr"] * math.sqrt(d_ref / size_cfg["d_model"]) if d_ref else train_cfg["lr"])
 train_cfg["lr"] = lr
 tokenizer = AutoTokenizer.from_pretrained(snakemake.input.tokenizer)
-corpus, counts = tokenize_documents(read_jsonl(snakemake.input.corpus), tokenizer)
-log.info("training corpus: %s", {k: v for k, v in counts.items() if k != "corpus_documents"})
+corpus = load_tokens(snakemake.input.tokens)  # tokenized once, by the ladder_tokenizer rule
+log.info("training corpus: %d documents, %d tokens", len(corpus.offsets) - 1, corpus.ids.size)
 with atomic_dir(snakemake.output[0]) as tmp:
     summary = train_model(
         SizeSpec(**size_cfg),
