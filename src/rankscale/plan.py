@@ -313,7 +313,11 @@ def _source(
     name = entry["name"]
     if entry.get("ladder"):
         source = ModelSource(
-            name=name, location=f"{ladder}/models/{name}", local=True, tokenizer=f"{ladder}/tokenizer", tokenizer_local=True
+            name=name,
+            location=f"{ladder}/models/{name}",
+            local=True,
+            tokenizer=f"{ladder}/tokenizer",
+            tokenizer_local=True,
         )  # the tokenizer is the workflow's own output: local before it exists, so params never flip
         return source, "ladder", (entry["seq_len"], f"ladder model {name!r} (ladder.train.seq_len)")
     common = {
