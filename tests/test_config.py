@@ -86,7 +86,7 @@ def test_validation_fills_every_default_and_normalises_numbers() -> None:
         "snr_threshold": 2,
         "emergence_extrapolate": 0,
     }
-    assert config["analysis"]["bootstrap"] == {"replicates": 1000, "seed": 0, "level": 0.95}
+    assert config["analysis"]["bootstrap"] == {"replicates": 1000, "seed": 0, "level": 0.95, "refits": 100}
     assert config["datasets"]["d"]["split_heldout"] == "all" and config["datasets"]["d"]["seed"] is None
     assert config["tokenization"] == {"add_special_tokens": False}
     as_floats = validate(
