@@ -342,12 +342,12 @@ def _log_has(path: Path, text: str) -> Callable[[], bool]:
     return lambda: path.exists() and text in path.read_text(errors="replace")
 
 
-def _assert_nothing_looks_complete_but_is_not(work: Path) -> None:
+def _assert_nothing_looks_complete_but_is_not(work: Path, ladder: str) -> None:
     for npz in (work / "results/ranks").rglob("*.npz"):
         sidecar = npz.with_suffix(".json")
         if sidecar.exists():  # a sidecar is written last: with it, the array must be whole
             load_rank_arrays(npz, sidecar)
-    for model in (work / LADDER / "models").glob("*"):
+    for model in (work / ladder / "models").glob("*"):
         if not model.name.startswith("."):
             assert (model / "model.safetensors").exists() and (model / "training.json").exists(), model
 
@@ -379,13 +379,14 @@ def test_kill_during_training_and_extraction_loses_only_what_ran(tmp_path: Path)
         "max_scored_tokens": 60_000,
     }
     (work / "config/kill.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    models = work / LADDER / "models"
-    assert ladder_dir(config) == LADDER  # the same training text and tokenizer: the same ladder directory
+    ladder = ladder_dir(config)
+    assert ladder != LADDER  # the ladder's text is cut free of the added dataset: a ladder of its own
+    models = work / ladder / "models"
 
     # kill while smoke-c trains into its hidden temporary directory
     training = lambda: any(models.glob(".smoke-c.*.tmp"))  # noqa: E731
     _kill_when(_start(work, "config/kill.yaml"), training)
-    _assert_nothing_looks_complete_but_is_not(work)
+    _assert_nothing_looks_complete_but_is_not(work, ladder)
     assert not (models / "smoke-c").exists(), "smoke-c was killed mid-training"
     assert training(), "the killed job leaves its temporary directory"
 
@@ -393,7 +394,7 @@ def test_kill_during_training_and_extraction_loses_only_what_ran(tmp_path: Path)
     # kill while smoke-c/stdlib (the longest extraction) runs and at least one other array is finished
     finished = lambda: any(p.with_suffix(".npz").exists() for p in (work / "results/ranks").glob("*/*.json"))  # noqa: E731
     _kill_when(_start(work, "config/kill.yaml"), lambda: extracting() and finished())
-    _assert_nothing_looks_complete_but_is_not(work)
+    _assert_nothing_looks_complete_but_is_not(work, ladder)
     assert not (work / "results/ranks/smoke-c/stdlib.json").exists()
     done = {p: p.stat().st_mtime_ns for p in (work / "results/ranks").rglob("*.npz") if p.with_suffix(".json").exists()}
     trained = {p: p.stat().st_mtime_ns for p in models.glob("*/model.safetensors")}
@@ -410,7 +411,7 @@ def test_kill_during_training_and_extraction_loses_only_what_ran(tmp_path: Path)
     assert result.returncode == 0, result.stderr[-3000:]
     for path, mtime in {**done, **trained}.items():
         assert path.stat().st_mtime_ns == mtime, f"{path} was recomputed"
-    _assert_nothing_looks_complete_but_is_not(work)
+    _assert_nothing_looks_complete_but_is_not(work, ladder)
     assert (work / "results/tables/metrics.csv").exists()
 
 
