@@ -8,6 +8,7 @@ documents cover the truth about 95% of the time, while resampling tokens underco
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,8 @@ import pytest
 
 from rankscale.bootstrap import interval, p_value, replicate_totals, resample_counts, spread_to_noise
 from rankscale.laws import compare_forms, fit_power_law, fit_power_law_replicates
+from rankscale.plots.common import FigureData
+from rankscale.plots.laws import fig_extrapolation
 from rankscale.tables import Replicates, contrasts_table, extrapolation_table, fits_table, metrics_table
 
 SIMULATIONS = 200
@@ -165,6 +168,20 @@ def test_extrapolation_is_exact_on_noise_free_laws() -> None:
     assert (table["rel_error"].abs() < 1e-9).all() and table["covered"].all()
     largest = table[(table["metric"] == "ce") & (table["n_fit"] == 4)].iloc[0]
     assert largest["held_out_model"] == "m4" and largest["observed"] == pytest.approx(ce[-1])
+
+
+def test_extrapolation_figure_draws_when_no_size_can_be_held_out(tmp_path: Path) -> None:
+    """Two sizes leave nothing to fit on once one is held out: the table is empty, the figure says so."""
+    rbp = {1: np.exp(-3.0 * SIZES**-0.1)}
+    ce = 7.0 * SIZES**-0.05
+    summaries, replicates = synthetic_family(rbp, ce)
+    two = [s for s in summaries if s["model"] in ("m0", "m1")]
+    metrics = metrics_table(two, replicates, 0.95)
+    table = extrapolation_table(metrics, replicates, [1], 0.95)
+    assert table.empty
+    png = tmp_path / "fig9.png"
+    fig_extrapolation(FigureData(tables={"extrapolation": table}, datasets=["d"], models=["m0", "m1"]), {}, png)
+    assert png.stat().st_size > 0 and png.with_suffix(".pdf").stat().st_size > 0
 
 
 def test_fit_intervals_contrasts_and_snr_on_a_noisy_family() -> None:

@@ -180,3 +180,23 @@ def test_one_step_replicates_match_full_refits() -> None:
         )
         exact_ee = error_entropy(hist)[0]
         assert reps["ee"][b] == pytest.approx(exact_ee, abs=1e-12)  # histogram statistics are exact, not linearised
+
+
+def test_emergence_figure_draws_a_panel_where_no_run_rate_is_positive(tmp_path) -> None:
+    """Tiny models on long runs: every p_{N,k} is 0, so -log p has nothing to put on log axes; the panel
+    says so and the job does not fail (it did, on the paper grid with tiny models)."""
+    import pandas as pd
+
+    from rankscale.plots.common import FigureData
+    from rankscale.plots.emergence import fig_emergence
+
+    zeros = [c for kind in ("empirical", "predicted", "markov") for c in (kind, f"{kind}_ci_low", f"{kind}_ci_high")]
+    rows = [
+        dict(family="f", model=m, dataset="d", S=s, final=True, k=1, N=n, **dict.fromkeys(zeros, 0.0))
+        for m, s in (("a", 1000), ("b", 8000))
+        for n in (2, 5)
+    ]
+    fits = pd.DataFrame(columns=["family", "dataset", "metric", "k", "alpha", "C"])
+    png = tmp_path / "fig7.png"
+    fig_emergence(FigureData({"emergence": pd.DataFrame(rows), "powerlaw_fits": fits}, ["d"], ["a", "b"]), {}, png)
+    assert png.stat().st_size > 0 and png.with_suffix(".pdf").stat().st_size > 0

@@ -43,8 +43,24 @@ class Figure:
     replicates: bool = False  # reads every summary and its bootstrap replicates (bands, intervals)
 
 
+def _unlog_empty_axes(fig: plt.Figure) -> None:
+    """A log axis with nothing positive on it cannot be drawn at all (matplotlib raises): such a panel
+    (every N-run rate 0, no size left to hold out, ...) turns linear and says so instead of failing the job."""
+    for ax in fig.axes:
+        empty = False
+        for axis, lim, limits in (("x", ax.get_xlim, ax.dataLim.intervalx), ("y", ax.get_ylim, ax.dataLim.intervaly)):
+            scale = ax.get_xscale() if axis == "x" else ax.get_yscale()
+            if scale == "log" and not (np.all(np.isfinite(limits)) and limits[1] > 0 and lim()[0] > 0):
+                ax.set_xscale("linear") if axis == "x" else ax.set_yscale("linear")
+                empty = True
+        if empty:
+            ax.text(0.5, 0.5, "nothing positive to draw on log axes", transform=ax.transAxes, ha="center", fontsize=8)
+
+
 def save(fig: plt.Figure, png: str | Path) -> None:
-    """Write `png` and the PDF beside it, each atomically."""
+    """Lay out `fig`, then write `png` and the PDF beside it, each atomically."""
+    _unlog_empty_axes(fig)
+    fig.tight_layout()
     png = Path(png)
     for path in (png, png.with_suffix(".pdf")):
         with atomic_path(path, suffix=path.suffix) as tmp:

@@ -73,7 +73,6 @@ def fig_emergence(data: FigureData, settings: Mapping[str, Any], png: Path) -> N
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=5, ncol=2)
             readable_log_ticks(ax)
-    fig.tight_layout()
     save(fig, png)
 
 
@@ -108,7 +107,6 @@ def fig_emergence_probability(data: FigureData, settings: Mapping[str, Any], png
             ax.set_title(f"{family} on {dataset}, top-{k}")
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=6)
-    fig.tight_layout()
     save(fig, png)
 
 

@@ -125,7 +125,6 @@ def rbp_rows(data: FigureData, ks: Sequence[int], png: Path) -> None:
                 )
                 continue
             law_panel(axes[i, j], data, dataset, "neg_log_rbp", k)
-    fig.tight_layout()
     save(fig, png)
 
 
@@ -184,7 +183,6 @@ def fig_r2_alpha(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
             ax.set_xlabel("$k$")
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=7)
-    fig.tight_layout()
     save(fig, png)
 
 
@@ -208,8 +206,10 @@ def fig_ce_vs_rbp1(data: FigureData, settings: Mapping[str, Any], png: Path) -> 
         ax.legend(fontsize=6)
         ax.grid(True, which="both", alpha=0.3)
         readable_log_ticks(ax)
-    fig.tight_layout()
     save(fig, png)
+
+
+EXTRAPOLATION_COLUMNS = ["metric", "k", "predicted", "predicted_ci_low", "predicted_ci_high", "observed"]
 
 
 def fig_extrapolation(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
@@ -219,7 +219,10 @@ def fig_extrapolation(data: FigureData, settings: Mapping[str, Any], png: Path) 
     markers = {1: "o", 2: "^"}
     for j, dataset in enumerate(data.datasets):
         ax = axes[0, j]
-        sel = table[table["dataset"] == dataset] if len(table) else pd.DataFrame(columns=["metric", "k"])
+        sel = table[table["dataset"] == dataset] if len(table) else pd.DataFrame(columns=EXTRAPOLATION_COLUMNS)
+        # a point needs a positive prediction, interval and observation to sit on log axes
+        drawable = sel[EXTRAPOLATION_COLUMNS[2:]].gt(0).all(axis=1) if len(sel) else pd.Series(dtype=bool)
+        sel = sel[drawable]
         labels = [
             (m, None if pd.isna(k) else int(k))
             for m, k in sel[["metric", "k"]].drop_duplicates().itertuples(index=False)
@@ -244,18 +247,17 @@ def fig_extrapolation(data: FigureData, settings: Mapping[str, Any], png: Path) 
             lo = float(min(sel["observed"].min(), sel["predicted_ci_low"].min())) * 0.9
             hi = float(max(sel["observed"].max(), sel["predicted_ci_high"].max())) * 1.1
             ax.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="predicted = observed")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
         else:
             ax.text(0.5, 0.5, "too few sizes to hold one out", transform=ax.transAxes, ha="center")
         for n_out, marker in markers.items():
             ax.plot([], [], marker, color="0.4", label=f"the {'largest' if n_out == 1 else 'two largest'} held out")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
         ax.set_xlabel("observed at the held-out size")
         ax.set_ylabel("predicted by the law fitted without it")
         ax.set_title(dataset)
         ax.legend(fontsize=6)
         ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
     save(fig, png)
 
 

@@ -57,7 +57,6 @@ def fig_derived_laws(data: FigureData, settings: Mapping[str, Any], png: Path) -
         ax.legend(fontsize=5, loc="lower left")
         ax.grid(True, which="both", alpha=0.3)
         readable_log_ticks(ax)
-    fig.tight_layout()
     save(fig, png)
 
 
@@ -99,7 +98,6 @@ def fig_mu_sigma(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
             ax.set_xlabel(S_LABEL)
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=5)
-    fig.tight_layout()
     save(fig, png)
 
 
@@ -132,7 +130,6 @@ def fig_decomposition(data: FigureData, settings: Mapping[str, Any], png: Path) 
         ax.set_title(f"{family} on {dataset}")
         ax.legend(fontsize=6, loc="lower left")
         ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
     save(fig, png)
 
 
@@ -186,7 +183,6 @@ def fig_rank_histogram(data: FigureData, settings: Mapping[str, Any], png: Path)
         ax.set_title(dataset)
         ax.legend(fontsize=5)
         ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
     save(fig, png)
 
 

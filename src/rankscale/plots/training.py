@@ -75,7 +75,6 @@ def fig_tokens(data: FigureData, settings: Mapping[str, Any], png: Path) -> None
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=5)
             readable_log_ticks(ax)
-    fig.tight_layout()
     save(fig, png)
 
 
@@ -114,7 +113,6 @@ def fig_compute_frontier(data: FigureData, settings: Mapping[str, Any], png: Pat
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=5)
             readable_log_ticks(ax)
-    fig.tight_layout()
     save(fig, png)
 
 
