@@ -283,3 +283,19 @@ def test_empirical_runs_empty() -> None:
     empty = np.zeros(0, dtype=np.uint32)
     rows = empirical_runs(empty, empty, empty, [1], [1, 2])
     assert all(r["n_runs"] == 0 and math.isnan(r["empirical"]) for r in rows)
+
+
+def test_hits_per_document_match_a_count_per_k() -> None:
+    """The one-pass count of hits per document equals counting each k on its own, any k order, ties at k."""
+    from rankscale.summary import hits_per_document
+
+    rng = np.random.default_rng(1)
+    for trial in range(20):
+        n, n_docs = int(rng.integers(1, 5000)), int(rng.integers(1, 50))
+        rank = rng.integers(1, 5000, n).astype(np.uint32)
+        row = rng.integers(0, n_docs, n)
+        ks = [int(k) for k in rng.choice(np.arange(1, 6000), int(rng.integers(1, 40)), replace=False)]
+        ks = sorted(ks) if trial % 2 else ks
+        ks[0] = int(rank[0])  # a rank exactly at k counts
+        reference = np.stack([np.bincount(row[rank <= k], minlength=n_docs) for k in ks], axis=1)
+        np.testing.assert_array_equal(hits_per_document(rank, row, n_docs, ks), reference)

@@ -154,10 +154,17 @@ class OffsetPowerLaw:
             with np.errstate(over="ignore"):  # far-off trial steps; the optimiser backs off
                 return ly - np.log(e + np.exp(log_c - alpha * (x - centre)))
 
+        def jacobian(theta: np.ndarray) -> np.ndarray:
+            """Exact derivatives of `residual` (finite differences cost a third of the fit's time)."""
+            log_c, alpha, e = theta
+            with np.errstate(over="ignore", invalid="ignore"):
+                g = np.exp(log_c - alpha * (x - centre))
+                return np.stack([-g, g * (x - centre), -np.ones_like(g)], axis=1) / (e + g)[:, None]
+
         best = None
         for start in _offset_starts(x - centre, y):
             res = least_squares(
-                residual, start, bounds=([-np.inf, -2.0, 0.0], [np.inf, 5.0, np.inf]),
+                residual, start, jac=jacobian, bounds=([-np.inf, -2.0, 0.0], [np.inf, 5.0, np.inf]),
                 loss="huber", f_scale=0.1, x_scale="jac", max_nfev=2000,
             )  # fmt: skip
             if best is None or res.cost < best.cost:

@@ -44,6 +44,19 @@ def summary_totals(summary: Mapping[str, Any]) -> dict[str, np.ndarray]:
     return {key: np.asarray(value) for key, value in summary["totals"].items()}
 
 
+def hits_per_document(rank: np.ndarray, row: np.ndarray, n_rows: int, ks: list[int]) -> np.ndarray:
+    """[documents, K]: tokens of each document with rank <= k, for every k at once: one count per (document,
+    smallest k that holds the rank), then a running sum over k (one pass instead of one per k)."""
+    order = np.argsort(ks, kind="stable")
+    grid = np.asarray(ks, dtype=np.int64)[order]
+    first = np.searchsorted(grid, rank, side="left")  # len(ks): above every k
+    counts = np.bincount(row * (len(ks) + 1) + first, minlength=n_rows * (len(ks) + 1))
+    hits = np.cumsum(counts.reshape(n_rows, len(ks) + 1)[:, : len(ks)], axis=1)
+    out = np.empty_like(hits)
+    out[:, order] = hits
+    return out
+
+
 def document_statistics(
     arrays: RankArrays, ks: list[int], emergence_k: list[int], emergence_n: list[int]
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -55,7 +68,7 @@ def document_statistics(
     stats: dict[str, np.ndarray] = {
         "n": np.bincount(row, minlength=n_rows),
         "sum_logprob": np.bincount(row, weights=arrays.logprob.astype(np.float64), minlength=n_rows),
-        "hits": np.stack([np.bincount(row[rank <= k], minlength=n_rows) for k in ks], axis=1),
+        "hits": hits_per_document(rank, row, n_rows, ks),
     }
     starts = segment_starts(arrays.doc, arrays.pos)
     stats["run_windows"] = run_windows(np.ones(rank.size, dtype=bool), starts, row, emergence_n, n_rows)

@@ -45,6 +45,7 @@ def fig_emergence(data: FigureData, settings: Mapping[str, Any], png: Path) -> N
         for j, k in enumerate(ks):
             ax = axes[i, j]
             sel = table[(table["dataset"] == dataset) & (table["family"] == family) & (table["k"] == k)]
+            drawn: list[np.ndarray] = []
             for c, (n, group) in enumerate(sel.groupby("N")):
                 color, sizes = cycle_color(c), group["S"].to_numpy(float)
                 for kind, style in KINDS.items():
@@ -53,6 +54,7 @@ def fig_emergence(data: FigureData, settings: Mapping[str, Any], png: Path) -> N
                     if not ok.any():
                         continue
                     y = -np.log(p[ok])
+                    drawn.append(y)
                     bounds = -np.log(
                         np.clip(group.loc[ok, [f"{kind}_ci_high", f"{kind}_ci_low"]].to_numpy(float), 1e-300, None)
                     )
@@ -67,6 +69,9 @@ def fig_emergence(data: FigureData, settings: Mapping[str, Any], png: Path) -> N
             ax.plot([], [], "-", color="0.3", label="fitted law $N\\,C\\,S^{-\\alpha}$")
             ax.set_xscale("log")
             ax.set_yscale("log")
+            if drawn:  # the points set the scale: an interval whose low end is a rate of 0 runs off the panel
+                ys = np.concatenate(drawn)
+                ax.set_ylim(ys.min() / 1.5, ys.max() * 1.5)
             ax.set_xlabel(S_LABEL)
             ax.set_ylabel(f"$-\\log p_{{N,k}}$, k = {k}")
             ax.set_title(f"{family} on {dataset}, top-{k}")
@@ -122,7 +127,8 @@ FIGURES = [
             "intervals; crosses: RBP_k^N (independent positions); triangles: a first-order Markov chain of hits; "
             "lines: the paper's sequence law N C S^-alpha from the fitted -log RBP_k law. Where the circles lie "
             "below the crosses, hits cluster (a hit makes the next one likelier) and independence underestimates "
-            "the runs. Rates of 0 or 1 have no place on a log axis and are left out (emergence.csv has them)."
+            "the runs. Rates of 0 or 1 have no place on a log axis and are left out (emergence.csv has them); an "
+            "interval that reaches a rate of 0 (too few runs in some resamples) runs off the top of its panel."
         ),
     ),
     Figure(

@@ -25,7 +25,8 @@ INTERVAL_NOTE = (
 
 def readable_log_ticks(ax: Any, axis: str = "y") -> None:
     """Tick labels a reader can use on a log axis: under a decade, a few evenly spaced ticks labelled with
-    the digits they need; over one, plain numbers (20, not 2 x 10^1) at the decades and some minor ticks."""
+    the digits they need; up to three decades, 1, 2 and 5 of each as plain numbers (20, not 2 x 10^1);
+    beyond, matplotlib's powers of ten."""
     low, high = ax.get_ylim() if axis == "y" else ax.get_xlim()
     target = ax.yaxis if axis == "y" else ax.xaxis
     if low <= 0:
@@ -34,9 +35,10 @@ def readable_log_ticks(ax: Any, axis: str = "y") -> None:
         target.set_major_locator(ticker.MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
         target.set_minor_locator(ticker.NullLocator())
         target.set_major_formatter(ticker.ScalarFormatter(useOffset=False))
-    else:
-        target.set_major_formatter(ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
-        target.set_minor_formatter(ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+    elif high / low <= 1e3:  # 1, 2, 5 in every decade, as plain numbers (0.2, not 2 x 10^-1)
+        target.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        target.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        target.set_minor_formatter(ticker.NullFormatter())
 
 
 def law_group(metrics: pd.DataFrame, family: str, dataset: str, law: str, k: int | None) -> pd.DataFrame:
@@ -249,6 +251,8 @@ def fig_extrapolation(data: FigureData, settings: Mapping[str, Any], png: Path) 
             ax.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="predicted = observed")
             ax.set_xscale("log")
             ax.set_yscale("log")
+            readable_log_ticks(ax, "x")
+            readable_log_ticks(ax, "y")
         else:
             ax.text(0.5, 0.5, "too few sizes to hold one out", transform=ax.transAxes, ha="center")
         for n_out, marker in markers.items():
