@@ -110,8 +110,16 @@ def main(argv: list[str] | None = None) -> str:
     bench = workdir / "results" / "benchmarks"
     fresh = lambda pattern: sorted(q for q in bench.glob(pattern) if q.stat().st_mtime >= rerun_start)  # noqa: E731
     name = new["name"]
-    own_train, own_extract = seconds(fresh(f"ladder_train/{name}.tsv")), seconds(fresh(f"extract/{name}/*.tsv"))
-    summaries, tables, figures = fresh(f"summarize/{name}/*.tsv"), fresh("tables/*.tsv"), fresh("figures/*.tsv")
+    # the new size is its final model and its checkpoints (<name>-t<tokens>): all of them are its own cost
+    own = {rule: fresh(f"{rule}/{name}.tsv") + fresh(f"{rule}/{name}-t*.tsv") for rule in ("ladder_train",)}
+    own |= {rule: fresh(f"{rule}/{name}/*.tsv") + fresh(f"{rule}/{name}-t*/*.tsv") for rule in ("extract", "summarize")}
+    others = {str(q) for rule in own for q in fresh(f"{rule}/**/*.tsv") + fresh(f"{rule}/*.tsv")} - {
+        str(q) for paths in own.values() for q in paths
+    }
+    if others:
+        raise SystemExit(f"the rerun trained, scored or summarized other models too: {sorted(others)}")
+    own_train, own_extract = seconds(own["ladder_train"]), seconds(own["extract"])
+    summaries, tables, figures = own["summarize"], fresh("tables/*.tsv"), fresh("figures/*.tsv")
     parts = {"summaries": seconds(summaries), "tables": seconds(tables), "figures": seconds(figures)}
     analysis = sum(parts.values())
     budget = 1.2 * (own_train + own_extract + analysis)
@@ -142,7 +150,8 @@ def main(argv: list[str] | None = None) -> str:
         "|---|---|",
         f"| full run, fresh copy | {full:.0f} s |",
         f"| rerun after adding the size: {jobs} | **{rerun:.0f} s** |",
-        f"| the new model's own training + extraction ({own_train:.0f} s + {own_extract:.0f} s) | {own_train + own_extract:.0f} s |",
+        f"| the new size's own training + extraction ({len(own['ladder_train'])} models: the final one and its "
+        f"checkpoints; {own_train:.0f} s + {own_extract:.0f} s) | {own_train + own_extract:.0f} s |",
         f"| downstream analysis ({len(summaries)} summaries {parts['summaries']:.0f} s, {len(tables)} tables "
         f"{parts['tables']:.0f} s, {len(figures)} figures {parts['figures']:.0f} s) | {analysis:.0f} s |",
         f"| target: 1.2 × (own + downstream) | {budget:.0f} s: {'met' if rerun <= budget else 'missed'} |",

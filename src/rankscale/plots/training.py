@@ -75,6 +75,7 @@ def fig_tokens(data: FigureData, settings: Mapping[str, Any], png: Path) -> None
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=5)
             readable_log_ticks(ax)
+            readable_log_ticks(ax, "x")
     save(fig, png)
 
 
@@ -103,8 +104,16 @@ def fig_compute_frontier(data: FigureData, settings: Mapping[str, Any], png: Pat
                 law_fit = JointLaw.from_row(f)
                 budgets = np.geomspace(rows["C"].min(), rows["C"].max(), 60)
                 optimal_s, best = law_fit.compute_optimal(budgets)
-                ax.plot(budgets, best, "k--", lw=1.2,
+                optimal_d = budgets / (6.0 * optimal_s)
+                s_range, d_range = rows["S"].astype(float), rows["D"].astype(float)
+                measured = (  # the frontier's (S, D) inside the grid it was fitted on; elsewhere it extrapolates
+                    (optimal_s >= s_range.min()) & (optimal_s <= s_range.max())
+                    & (optimal_d >= d_range.min()) & (optimal_d <= d_range.max())
+                )  # fmt: skip
+                ax.plot(budgets, np.where(measured, best, np.nan), "k--", lw=1.2,
                         label=f"frontier: $E$={f['E']:.3g}, $\\alpha$={f['alpha']:.2f}, $\\beta$={f['beta']:.2f}")  # fmt: skip
+                ax.plot(budgets, np.where(measured, np.nan, best), "k:", lw=1.0,
+                        label="frontier outside the measured S and D (extrapolated)")  # fmt: skip
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel("training compute $C = 6\\,S\\,D$ (FLOPs)")
@@ -113,6 +122,7 @@ def fig_compute_frontier(data: FigureData, settings: Mapping[str, Any], png: Pat
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=5)
             readable_log_ticks(ax)
+            readable_log_ticks(ax, "x")
     save(fig, png)
 
 
@@ -134,7 +144,10 @@ FIGURES = [
         caption=(
             "Size and data traded at a compute budget: every checkpoint at its training compute C = 6 S D, one line "
             "per size, and (dashed) the compute frontier of the joint law y = E + A S^-alpha + B D^-beta fitted to "
-            "all of them (joint_fits.csv): at each C the lowest y the law allows, at S_opt = G (C/6)^(beta/(alpha+beta))."
+            "all of them (joint_fits.csv): at each C the lowest y the law allows, at S_opt = G (C/6)^(beta/(alpha+beta)). "
+            "Dashed where S_opt and D_opt = C/(6 S_opt) both lie inside the measured sizes and training tokens; "
+            "dotted where the law is extrapolated to an allocation no checkpoint measured (often a smaller model "
+            "trained longer), so that part is a prediction, not an observation."
         ),
     ),
 ]
