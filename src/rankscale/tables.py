@@ -210,11 +210,13 @@ def contrasts_table(metrics: pd.DataFrame, fits: pd.DataFrame, replicates: Repli
     have fewer replicates (`analysis.lognormal.replicates`): they pair with the first draws.
     """
     rows = []
+    laws = {"neg_log_rbp", "ce"} | {law for a, b, _ in CONTRASTS for law in (a, b)}
+    fitted = {law: law_rows(fits, law) for law in laws}  # once: each lookup below is then a dict get
     for (family, dataset), frame in metrics.groupby(["family", "dataset"], sort=True):
         ks = sorted(int(k) for k in frame.loc[frame["metric"] == "rbp", "k"].dropna().unique())
         pairs = [("neg_log_rbp", k, "ce", None) for k in ks] + [(a, None, b, kb) for a, b, kb in CONTRASTS]
         for law, k, versus, versus_k in pairs:
-            row = _contrast(frame, fits, replicates, level, (law, k), (versus, versus_k))
+            row = _contrast(frame, fitted, replicates, level, (law, k), (versus, versus_k))
             if row:
                 rows.append({"family": family, "dataset": dataset, **row})
     df = pd.DataFrame(rows)
@@ -226,15 +228,16 @@ def contrasts_table(metrics: pd.DataFrame, fits: pd.DataFrame, replicates: Repli
 
 def _contrast(
     frame: pd.DataFrame,
-    fits: pd.DataFrame,
+    fitted: Mapping[str, Mapping[tuple[str, str, Any], Mapping[str, Any]]],
     replicates: Replicates,
     level: float,
     first: tuple[str, int | None],
     second: tuple[str, int | None],
 ) -> dict[str, Any] | None:
+    """One contrast row; `fitted` holds each law's fitted rows (`law_rows`)."""
     family, dataset = frame["family"].iloc[0], frame["dataset"].iloc[0]
-    fit_a = law_rows(fits, first[0]).get((family, dataset, first[1]))
-    fit_b = law_rows(fits, second[0]).get((family, dataset, second[1]))
+    fit_a = fitted[first[0]].get((family, dataset, first[1]))
+    fit_b = fitted[second[0]].get((family, dataset, second[1]))
     group_a, group_b = _law_frame(frame, *first), _law_frame(frame, *second)
     if fit_a is None or fit_b is None or list(group_a["model"]) != list(group_b["model"]):
         return None
