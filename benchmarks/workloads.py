@@ -107,6 +107,17 @@ def resolve(name: str, quick: bool) -> str:
     return shape.quick if quick and shape is not None and shape.quick else name
 
 
+def trained_ladder(run: Path, name: str) -> Path:
+    """The ladder directory (resources/ladder/<key>/) of a finished workflow run that holds model `name`."""
+    found = sorted(path.parents[1] for path in (run / "resources" / "ladder").glob(f"*/models/{name}"))
+    if len(found) != 1:
+        raise SystemExit(
+            f"--ladder-root {run}: expected one trained {name!r} under resources/ladder/<key>/models/, "
+            f"found {[str(p) for p in found] or 'none'}"
+        )
+    return found[0]
+
+
 def load_model(
     name: str,
     device: torch.device,
@@ -139,8 +150,9 @@ def load_model(
         dtype_name = str(dtype).removeprefix("torch.")
         loaded = workflow_load(source, dtype=dtype_name, device=str(device), device_map=device_map)
         return BenchModel(name, loaded, shape.real_vocab, None)
-    path = ladder_root / "resources" / "ladder" / "models" / name if ladder_root else Path(name)
-    tok_dir = ladder_root / "resources" / "ladder" / "tokenizer" if ladder_root else path
+    ladder = trained_ladder(ladder_root, name) if ladder_root else None
+    path = ladder / "models" / name if ladder else Path(name)
+    tok_dir = ladder / "tokenizer" if ladder else path
     source = ModelSource(path.name, str(path), local=True)
     model = workflow_load(source, dtype=str(dtype).removeprefix("torch."), device=str(device), device_map=device_map)
     return BenchModel(path.name, model, None, AutoTokenizer.from_pretrained(str(tok_dir)))
