@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,101 +29,88 @@ def _empty(ax: Any) -> None:
             transform=ax.transAxes, ha="center", va="center", fontsize=8)  # fmt: skip
 
 
-def fig_tokens(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
-    """-log RBP_1 and CE against D, one line per size, with each size's law in D (data_fits.csv)."""
-    metrics, fits = data.tables["metrics"], data.tables["data_fits"]
+def _fit(table: pd.DataFrame, dataset: str, law: str, k: int | None, column: str, **match: Any) -> pd.Series | None:
+    """The row of `table` fitted to `law` (at k) on `dataset` (and `match`), if its `column` is finite."""
+    if table.empty or column not in table:
+        return None
+    sel = table[(table["dataset"] == dataset) & (table["metric"] == law)]
+    for key, value in match.items():
+        sel = sel[sel[key] == value]
+    sel = sel[sel["k"].isna()] if k is None else sel[sel["k"] == k]
+    return sel.iloc[0] if len(sel) and np.isfinite(sel[column].iloc[0]) else None
+
+
+def _draw(data: FigureData, png: Path, panel: Callable[[Any, str, str, int | None, pd.DataFrame], None]) -> None:
+    """One panel per law of SHOWN (rows) and dataset (columns): `panel(ax, dataset, law, k, rows)` draws
+    the checkpoints' rows; panels without checkpoints say so; every drawn panel gets log axes and labels."""
     fig, axes = grid(len(SHOWN), len(data.datasets), w=4.6)
     for j, dataset in enumerate(data.datasets):
         for i, (law, k) in enumerate(SHOWN):
-            ax, metric = axes[i, j], metric_for_law(law)
-            rows = _rows(metrics, dataset, law, k)
+            ax, rows = axes[i, j], _rows(data.tables["metrics"], dataset, law, k)
             if rows.empty or rows["D"].nunique() < 2:
                 _empty(ax)
                 continue
-            sizes = rows.groupby("size")["S"].max().sort_values()
-            for c, (size, s) in enumerate(sizes.items()):
-                group = rows[rows["size"] == size].sort_values("D")
-                y = metric.to_law(group["value"].to_numpy(float))
-                bounds = np.sort(metric.to_law(group[["ci_low", "ci_high"]].to_numpy(float)), axis=1)
-                label = f"S = {s:.3g}"
-                fit = (
-                    fits[(fits["size"] == size) & (fits["dataset"] == dataset) & (fits["metric"] == law)]
-                    if len(fits)
-                    else fits
-                )
-                fit = fit[fit["k"].isna()] if k is None else fit[fit["k"] == k] if len(fit) else fit
-                if len(fit) and "beta" in fit and np.isfinite(fit["beta"].iloc[0]):
-                    f = fit.iloc[0]
-                    d = np.geomspace(group["D"].min(), group["D"].max(), 40)
-                    ax.plot(d, f["C"] * d ** (-f["beta"]), "-", color=cycle_color(c), alpha=0.7)
-                    label += f": $\\beta$={f['beta']:.3f} [{f['beta_ci_low']:.3f}, {f['beta_ci_high']:.3f}]"
-                ax.errorbar(
-                    group["D"],
-                    y,
-                    yerr=np.abs(bounds.T - y),
-                    fmt="o",
-                    color=cycle_color(c),
-                    ms=4,
-                    capsize=2,
-                    label=label,
-                )
+            panel(ax, dataset, law, k, rows)
             ax.set_xscale("log")
             ax.set_yscale("log")
-            ax.set_xlabel(D_LABEL)
-            ax.set_ylabel(metric.axis_label(k))
+            ax.set_ylabel(metric_for_law(law).axis_label(k))
             ax.set_title(dataset)
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=5)
             readable_log_ticks(ax)
             readable_log_ticks(ax, "x")
     save(fig, png)
+
+
+def fig_tokens(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+    """-log RBP_1 and CE against D, one line per size, with each size's law in D (data_fits.csv)."""
+
+    def panel(ax: Any, dataset: str, law: str, k: int | None, rows: pd.DataFrame) -> None:
+        metric = metric_for_law(law)
+        for c, (size, s) in enumerate(rows.groupby("size")["S"].max().sort_values().items()):
+            group = rows[rows["size"] == size].sort_values("D")
+            y = metric.to_law(group["value"].to_numpy(float))
+            bounds = np.sort(metric.to_law(group[["ci_low", "ci_high"]].to_numpy(float)), axis=1)
+            label = f"S = {s:.3g}"
+            f = _fit(data.tables["data_fits"], dataset, law, k, "beta", size=size)
+            if f is not None:
+                d = np.geomspace(group["D"].min(), group["D"].max(), 40)
+                ax.plot(d, f["C"] * d ** (-f["beta"]), "-", color=cycle_color(c), alpha=0.7)
+                label += f": $\\beta$={f['beta']:.3f} [{f['beta_ci_low']:.3f}, {f['beta_ci_high']:.3f}]"
+            ax.errorbar(group["D"], y, yerr=np.abs(bounds.T - y), fmt="o", color=cycle_color(c), ms=4, capsize=2,
+                        label=label)  # fmt: skip
+        ax.set_xlabel(D_LABEL)
+
+    _draw(data, png, panel)
 
 
 def fig_compute_frontier(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
     """y against compute C = 6 S D for every size's checkpoints, and the compute frontier of the joint law."""
-    metrics, joint = data.tables["metrics"], data.tables["joint_fits"]
-    fig, axes = grid(len(SHOWN), len(data.datasets), w=4.6)
-    for j, dataset in enumerate(data.datasets):
-        for i, (law, k) in enumerate(SHOWN):
-            ax, metric = axes[i, j], metric_for_law(law)
-            rows = _rows(metrics, dataset, law, k)
-            if rows.empty or rows["D"].nunique() < 2:
-                _empty(ax)
-                continue
-            compute = 6.0 * rows["S"].astype(float) * rows["D"].astype(float)
-            rows = rows.assign(C=compute)
-            sizes = rows.groupby("size")["S"].max().sort_values()
-            for c, (size, s) in enumerate(sizes.items()):
-                group = rows[rows["size"] == size].sort_values("C")
-                ax.plot(group["C"], metric.to_law(group["value"].to_numpy(float)), "o-", color=cycle_color(c), ms=4,
-                        lw=0.8, label=f"S = {s:.3g}")  # fmt: skip
-            fit = joint[(joint["dataset"] == dataset) & (joint["metric"] == law)] if len(joint) else joint
-            fit = fit[fit["k"].isna()] if k is None else fit[fit["k"] == k] if len(fit) else fit
-            if len(fit) and "E" in fit and np.isfinite(fit["E"].iloc[0]):
-                f = fit.iloc[0]
-                law_fit = JointLaw.from_row(f)
-                budgets = np.geomspace(rows["C"].min(), rows["C"].max(), 60)
-                optimal_s, best = law_fit.compute_optimal(budgets)
-                optimal_d = budgets / (6.0 * optimal_s)
-                s_range, d_range = rows["S"].astype(float), rows["D"].astype(float)
-                measured = (  # the frontier's (S, D) inside the grid it was fitted on; elsewhere it extrapolates
-                    (optimal_s >= s_range.min()) & (optimal_s <= s_range.max())
-                    & (optimal_d >= d_range.min()) & (optimal_d <= d_range.max())
-                )  # fmt: skip
-                ax.plot(budgets, np.where(measured, best, np.nan), "k--", lw=1.2,
-                        label=f"frontier: $E$={f['E']:.3g}, $\\alpha$={f['alpha']:.2f}, $\\beta$={f['beta']:.2f}")  # fmt: skip
-                ax.plot(budgets, np.where(measured, np.nan, best), "k:", lw=1.0,
-                        label="frontier outside the measured S and D (extrapolated)")  # fmt: skip
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel("training compute $C = 6\\,S\\,D$ (FLOPs)")
-            ax.set_ylabel(metric.axis_label(k))
-            ax.set_title(dataset)
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=5)
-            readable_log_ticks(ax)
-            readable_log_ticks(ax, "x")
-    save(fig, png)
+
+    def panel(ax: Any, dataset: str, law: str, k: int | None, rows: pd.DataFrame) -> None:
+        metric = metric_for_law(law)
+        rows = rows.assign(C=6.0 * rows["S"].astype(float) * rows["D"].astype(float))
+        for c, (size, s) in enumerate(rows.groupby("size")["S"].max().sort_values().items()):
+            group = rows[rows["size"] == size].sort_values("C")
+            ax.plot(group["C"], metric.to_law(group["value"].to_numpy(float)), "o-", color=cycle_color(c), ms=4,
+                    lw=0.8, label=f"S = {s:.3g}")  # fmt: skip
+        f = _fit(data.tables["joint_fits"], dataset, law, k, "E")
+        if f is not None:
+            budgets = np.geomspace(rows["C"].min(), rows["C"].max(), 60)
+            optimal_s, best = JointLaw.from_row(f).compute_optimal(budgets)
+            optimal_d = budgets / (6.0 * optimal_s)
+            s_range, d_range = rows["S"].astype(float), rows["D"].astype(float)
+            measured = (  # the frontier's (S, D) inside the grid it was fitted on; elsewhere it extrapolates
+                (optimal_s >= s_range.min()) & (optimal_s <= s_range.max())
+                & (optimal_d >= d_range.min()) & (optimal_d <= d_range.max())
+            )  # fmt: skip
+            ax.plot(budgets, np.where(measured, best, np.nan), "k--", lw=1.2,
+                    label=f"frontier: $E$={f['E']:.3g}, $\\alpha$={f['alpha']:.2f}, $\\beta$={f['beta']:.2f}")  # fmt: skip
+            ax.plot(budgets, np.where(measured, np.nan, best), "k:", lw=1.0,
+                    label="frontier outside the measured S and D (extrapolated)")  # fmt: skip
+        ax.set_xlabel("training compute $C = 6\\,S\\,D$ (FLOPs)")
+
+    _draw(data, png, panel)
 
 
 FIGURES = [
