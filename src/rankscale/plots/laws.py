@@ -25,7 +25,7 @@ INTERVAL_NOTE = (
 
 def readable_log_ticks(ax: Any, axis: str = "y") -> None:
     """Tick labels a reader can use on a log axis: under a decade, a few evenly spaced ticks labelled with
-    the digits they need; up to three decades, 1, 2 and 5 of each as plain numbers (20, not 2 x 10^1);
+    the digits they need; up to three decades, 1, 2, 3 and 5 of each as plain numbers (20, not 2 x 10^1);
     beyond, matplotlib's powers of ten."""
     low, high = ax.get_ylim() if axis == "y" else ax.get_xlim()
     target = ax.yaxis if axis == "y" else ax.xaxis
@@ -35,8 +35,8 @@ def readable_log_ticks(ax: Any, axis: str = "y") -> None:
         target.set_major_locator(ticker.MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
         target.set_minor_locator(ticker.NullLocator())
         target.set_major_formatter(ticker.ScalarFormatter(useOffset=False))
-    elif high / low <= 1e3:  # 1, 2, 5 in every decade, as plain numbers (0.2, not 2 x 10^-1)
-        target.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    elif high / low <= 1e3:  # 1, 2, 3, 5 in every decade, as plain numbers (0.2, not 2 x 10^-1)
+        target.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
         target.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         target.set_minor_formatter(ticker.NullFormatter())
 
