@@ -20,7 +20,6 @@ import numpy as np
 import torch
 
 from rankscale.corpus import Document
-from rankscale.plan import training_steps
 from rankscale.tokens import TokenizedCorpus
 
 log = logging.getLogger(__name__)
@@ -136,7 +135,7 @@ def train_model(
         lr=train.lr,
         betas=(0.9, 0.95),
     )
-    steps = training_steps(train.tokens, train.__dict__)
+    steps = max(1, math.ceil(train.tokens / (train.batch_size * train.seq_len)))
 
     def lr_at(step: int) -> float:
         if step < train.warmup_steps:
@@ -151,7 +150,7 @@ def train_model(
     started = last = time.perf_counter()
     losses: list[float] = []
     per_step = train.batch_size * train.seq_len
-    run = steps if stop_at is None else min(steps, training_steps(stop_at, train.__dict__))
+    run = steps if stop_at is None else min(steps, max(1, math.ceil(stop_at / per_step)))
     for step in range(run):
         idx = order[step * train.batch_size : (step + 1) * train.batch_size]
         batch = torch.from_numpy(seqs[idx].astype(np.int64))
