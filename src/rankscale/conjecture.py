@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -53,44 +53,86 @@ def decomposition(counts: np.ndarray, logprob_sums: np.ndarray) -> tuple[float, 
     return float(-(p @ np.log(p))), float(p @ (np.log(p) - log_q)), -log_c
 
 
+def lognormal_rbp_name(k: int) -> str:
+    """The name of -log RBP_k implied by the fitted lognormal: a conjecture.csv column and replicate key."""
+    return f"neg_log_rbp{k}_lognormal"
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """Everything conjecture.csv reports for one rank histogram (`distribution_statistics`)."""
+
+    ee: float  # error entropy, plug-in
+    ee_mm: float  # Miller-Madow corrected
+    self_alignment: float  # KL(p || q)
+    confidence: float  # -log C
+    ranks_seen: int
+    mu: float  # the fitted discrete lognormal (NaN when it cannot be fitted: `note` says why)
+    sigma: float
+    ee_lognormal: float  # its entropy: the CE a calibrated model with it would have
+    neg_log_p1_lognormal: float  # its -log P(R = 1)
+    neg_log_rbp_lognormal: dict[int, float]  # its -log P(R <= k), per k of analysis.law_k
+    ce_appendix_b: float  # the paper's closed-form approximations (Appendix B, eq. 21)
+    neg_log_p1_appendix_b: float
+    note: str = ""
+
+    def values(self) -> dict[str, float]:
+        """The statistics that have bootstrap replicates, by the name of their column and replicate key."""
+        return {
+            "ee": self.ee,
+            "ee_mm": self.ee_mm,
+            "self_alignment": self.self_alignment,
+            "confidence": self.confidence,
+            "mu": self.mu,
+            "sigma": self.sigma,
+            "ee_lognormal": self.ee_lognormal,
+            "neg_log_p1_lognormal": self.neg_log_p1_lognormal,
+            **{lognormal_rbp_name(k): v for k, v in self.neg_log_rbp_lognormal.items()},
+            "ce_appendix_b": self.ce_appendix_b,
+            "neg_log_p1_appendix_b": self.neg_log_p1_appendix_b,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "neg_log_rbp_lognormal": [[k, v] for k, v in self.neg_log_rbp_lognormal.items()]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Distribution:
+        return cls(**{**data, "neg_log_rbp_lognormal": {int(k): float(v) for k, v in data["neg_log_rbp_lognormal"]}})
+
+
 def distribution_statistics(
     counts: np.ndarray,
     logprob_sums: np.ndarray,
     ks: Sequence[int],
     truncate: bool,
     start: tuple[float, float] | None = None,
-) -> dict[str, Any]:
-    """Everything conjecture.csv reports for one rank histogram (counts[r], r = 0..|V|)."""
+) -> Distribution:
+    """The error entropy, CE's decomposition and the fitted lognormal's implications for one rank
+    histogram (counts[r], r = 0..|V|)."""
     vocab_size = len(counts) - 1
     ee, ee_mm = error_entropy(counts)
     _, self_alignment, confidence = decomposition(counts, logprob_sums)
-    out: dict[str, Any] = {
-        "ee": ee,
-        "ee_mm": ee_mm,
-        "self_alignment": self_alignment,
-        "confidence": confidence,
-        "ranks_seen": int((counts > 0).sum()),
-    }
+    measured = {"ee": ee, "ee_mm": ee_mm, "self_alignment": self_alignment, "confidence": confidence,
+                "ranks_seen": int((counts > 0).sum())}  # fmt: skip
     try:
         fit = fit_lognormal(counts, truncate=truncate, start=start)
     except DegenerateRanks as exc:
         nan = math.nan
-        return {**out, "mu": nan, "sigma": nan, "ee_lognormal": nan, "neg_log_p1_lognormal": nan,
-                **{f"neg_log_rbp{k}_lognormal": nan for k in ks}, "ce_appendix_b": nan,
-                "neg_log_p1_appendix_b": nan, "note": str(exc)}  # fmt: skip
+        return Distribution(**measured, mu=nan, sigma=nan, ee_lognormal=nan, neg_log_p1_lognormal=nan,
+                            neg_log_rbp_lognormal=dict.fromkeys(ks, nan), ce_appendix_b=nan,
+                            neg_log_p1_appendix_b=nan, note=str(exc))  # fmt: skip
     derived = implied(fit.mu, fit.sigma, vocab_size, list(ks), truncate)
     neg_log_p1_b, ce_b = appendix_b(fit.mu, fit.sigma)
-    return {
-        **out,
-        "mu": fit.mu,
-        "sigma": fit.sigma,
-        "ee_lognormal": derived.entropy,
-        "neg_log_p1_lognormal": derived.neg_log_p1,
-        **{f"neg_log_rbp{k}_lognormal": derived.neg_log_rbp.get(k, math.nan) for k in ks},
-        "ce_appendix_b": ce_b,
-        "neg_log_p1_appendix_b": neg_log_p1_b,
-        "note": "",
-    }
+    return Distribution(
+        **measured,
+        mu=fit.mu,
+        sigma=fit.sigma,
+        ee_lognormal=derived.entropy,
+        neg_log_p1_lognormal=derived.neg_log_p1,
+        neg_log_rbp_lognormal={k: derived.neg_log_rbp.get(k, math.nan) for k in ks},
+        ce_appendix_b=ce_b,
+        neg_log_p1_appendix_b=neg_log_p1_b,
+    )
 
 
 def markov_run_rate(rbp: np.ndarray, prev_hit: np.ndarray, both_hit: np.ndarray, n: int) -> np.ndarray:
@@ -148,7 +190,7 @@ class OneStep:
             return {
                 "ee_lognormal": got.entropy,
                 "neg_log_p1_lognormal": got.neg_log_p1,
-                **{f"neg_log_rbp{k}_lognormal": v for k, v in got.neg_log_rbp.items()},
+                **{lognormal_rbp_name(k): v for k, v in got.neg_log_rbp.items()},
             }
 
         step = 1e-4
@@ -178,14 +220,14 @@ def distribution_replicates(
     rank_by_row: sparse.csr_matrix,
     logprob_by_row: sparse.csr_matrix,
     weight_blocks: Iterable[np.ndarray],
-    point: Mapping[str, Any],
+    point: Distribution,
     ks: Sequence[int],
     truncate: bool,
 ) -> dict[str, np.ndarray]:
     """Replicates of every `distribution_statistics` value: each block of weights [b, documents]
     resamples the per-document rank histograms (`rank_by_row`: counts [|V| + 1, documents])."""
     counts_all = np.asarray(rank_by_row.sum(axis=1)).ravel()
-    one_step = None if point["note"] else OneStep.at(counts_all, point["mu"], point["sigma"], ks, truncate)
+    one_step = None if point.note else OneStep.at(counts_all, point.mu, point.sigma, ks, truncate)
     parts: list[dict[str, np.ndarray]] = []
     for weights in weight_blocks:
         counts = np.asarray(rank_by_row @ weights.T)
@@ -193,7 +235,7 @@ def distribution_replicates(
         if one_step is not None:
             out.update(one_step.replicates(counts))
         parts.append(out)
-    names = [name for name, value in point.items() if isinstance(value, float)]
+    names = list(point.values())
     if not parts:
         return {name: np.zeros(0) for name in names}
     return {

@@ -19,7 +19,7 @@ import transformers
 
 from rankscale import __version__
 from rankscale.extract import ExtractionSettings, extract_ranks
-from rankscale.identity import RankIdentity
+from rankscale.identity import RankIdentity, Upstream
 from rankscale.models import (
     ModelSource,
     check_device,
@@ -73,7 +73,8 @@ def run(
     token_meta = json.loads(Path(f"{tokens_path}.json").read_text())
     tokenizer = load_tokenizer(source)
     vocab_size = len(tokenizer)
-    if tokenizer_fingerprint(tokenizer) != token_meta["tokenizer_sha256"]:
+    upstream = Upstream.of_token_file(token_meta)
+    if tokenizer_fingerprint(tokenizer) != upstream.tokenizer:
         raise ValueError(f"{tokens_path}: tokenized with a different tokenizer than model {name!r} uses")
     device = resolve_device(runtime["device"])
     model = load_model(
@@ -130,10 +131,8 @@ def run(
         "output_columns": columns,
         "dataset": dataset,
         "tokenizer_key": job["tokenizer_key"],
-        "tokenizer_sha256": token_meta["tokenizer_sha256"],
-        "corpus_sha256": token_meta["corpus_sha256"],
+        **upstream.sidecar(),
         "dataset_revision": token_meta.get("dataset_revision"),
-        "tokens_sha256": token_meta["sha256"],
         "n_windows": len(windows),
         "n_documents": token_meta["documents"],
         "device": str(device),

@@ -91,3 +91,80 @@ class RankIdentity:
             for f in fields(self)
             if canonical(getattr(recorded, f.name)) != canonical(getattr(self, f.name))
         ]
+
+
+# How sidecars name the checksums of a rank array's upstream files (written by the tokenize and extract
+# rules, read by the provenance check and share.py): one place for the key names.
+OWN_SHA = "sha256"  # a file's own checksum, in its sidecar
+TOKENS_SHA = "tokens_sha256"  # a rank array's token file
+TOKENIZER_SHA = "tokenizer_sha256"  # the tokenizer's fingerprint (rankscale.tokens.tokenizer_fingerprint)
+CORPUS_SHA = "corpus_sha256"  # the corpus JSONL the token file was cut from
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """What a rank array was computed from, by content: its token file, that file's tokenizer and corpus.
+
+    A token file's sidecar holds its own checksum and those of its tokenizer and corpus; a rank
+    array's sidecar copies all three, so a changed upstream file is caught however it changed.
+    """
+
+    tokens: str | None
+    tokenizer: str | None
+    corpus: str | None
+
+    @classmethod
+    def of_token_file(cls, tokens_meta: Mapping[str, Any]) -> Upstream:
+        """The upstream a rank array computed now from this token file would record."""
+        return cls(tokens_meta.get(OWN_SHA), tokens_meta.get(TOKENIZER_SHA), tokens_meta.get(CORPUS_SHA))
+
+    @classmethod
+    def from_sidecar(cls, meta: Mapping[str, Any]) -> Upstream:
+        """The upstream a rank array's sidecar records."""
+        return cls(meta.get(TOKENS_SHA), meta.get(TOKENIZER_SHA), meta.get(CORPUS_SHA))
+
+    def sidecar(self) -> dict[str, str | None]:
+        return {TOKENIZER_SHA: self.tokenizer, CORPUS_SHA: self.corpus, TOKENS_SHA: self.tokens}
+
+    def diff(self, recorded: Upstream) -> list[str]:
+        """Why an array computed from `recorded` was not computed from these files (empty: it was)."""
+        names = {"tokens": "token file", "tokenizer": "tokenizer", "corpus": "corpus"}
+        return [
+            f"{what}: array has {getattr(recorded, field)!r}, current is {getattr(self, field)!r}"
+            for field, what in names.items()
+            if getattr(recorded, field) != getattr(self, field)
+        ]
+
+
+def token_file_hashes(tokenizer_sha: str, corpus_sha: str) -> dict[str, str]:
+    """What a token file's sidecar records of its upstream (its own checksum is added when it is written)."""
+    return {TOKENIZER_SHA: tokenizer_sha, CORPUS_SHA: corpus_sha}
+
+
+def placement_problems(meta: Mapping[str, Any], model: str, dataset: str) -> list[str]:
+    """Why a sidecar does not describe `model` on `dataset` (empty: it does).
+
+    Two entries for the same weights have the same identity: only the names tell their arrays apart.
+    """
+    expected = {"model": model, "dataset": dataset}
+    return [
+        f"{key}: array has {meta.get(key)!r}, its path says {value!r}"
+        for key, value in expected.items()
+        if meta.get(key) != value
+    ]
+
+
+def problems(
+    meta: Mapping[str, Any], model: str, dataset: str, identity: RankIdentity, tokens_meta: Mapping[str, Any] | None
+) -> tuple[list[str], list[str]]:
+    """(misplaced, stale): why the rank array whose sidecar is `meta`, found at results/ranks/<model>/<dataset>,
+    is not the array the current configuration and token file call for. Both empty: it is.
+
+    The one check behind the aggregation's refusal of stale arrays and share.py's restore.
+    """
+    stale = identity.diff(RankIdentity.from_sidecar(meta))
+    if tokens_meta is None:
+        stale.append("its token file is missing (dvc pull first)")
+    else:
+        stale += Upstream.of_token_file(tokens_meta).diff(Upstream.from_sidecar(meta))
+    return placement_problems(meta, model, dataset), stale

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from rankscale.corpus import Document
+from rankscale.schedule import lr_factor, tokens_per_step, training_steps
 from rankscale.tokens import TokenizedCorpus
 
 log = logging.getLogger(__name__)
@@ -135,22 +136,16 @@ def train_model(
         lr=train.lr,
         betas=(0.9, 0.95),
     )
-    steps = max(1, math.ceil(train.tokens / (train.batch_size * train.seq_len)))
-
-    def lr_at(step: int) -> float:
-        if step < train.warmup_steps:
-            return (step + 1) / train.warmup_steps
-        progress = (step - train.warmup_steps) / max(1, steps - train.warmup_steps)
-        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
-
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+    schedule = {"batch_size": train.batch_size, "seq_len": train.seq_len}
+    steps = training_steps(train.tokens, schedule)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, steps, train.warmup_steps))
     order = np.concatenate(
         [rng.permutation(len(seqs)) for _ in range(math.ceil(steps * train.batch_size / len(seqs)) + 1)]
     )
     started = last = time.perf_counter()
     losses: list[float] = []
-    per_step = train.batch_size * train.seq_len
-    run = steps if stop_at is None else min(steps, max(1, math.ceil(stop_at / per_step)))
+    per_step = tokens_per_step(schedule)
+    run = steps if stop_at is None else min(steps, training_steps(stop_at, schedule))
     for step in range(run):
         idx = order[step * train.batch_size : (step + 1) * train.batch_size]
         batch = torch.from_numpy(seqs[idx].astype(np.int64))

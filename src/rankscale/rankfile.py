@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import zipfile
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from rankscale.atomic import sha256_file, write_json, write_npz
-from rankscale.identity import RankIdentity
+from rankscale.identity import OWN_SHA, RankIdentity, problems
 
 
 @dataclass(frozen=True)
@@ -39,7 +38,7 @@ class RankFileError(ValueError):
 def save_rank_arrays(arrays: RankArrays, path: str | Path, meta_path: str | Path, meta: dict[str, Any]) -> None:
     """Write the arrays, then the sidecar (with the arrays' checksum): a sidecar means complete."""
     write_npz(path, **arrays.as_dict())
-    write_json(meta_path, {**meta, "n_tokens": int(arrays.rank.size), "sha256": sha256_file(path)})
+    write_json(meta_path, {**meta, "n_tokens": int(arrays.rank.size), OWN_SHA: sha256_file(path)})
 
 
 def load_rank_arrays(
@@ -47,7 +46,7 @@ def load_rank_arrays(
 ) -> tuple[RankArrays, dict[str, Any]]:
     """Load and check against the sidecar: fields, dtypes, lengths, checksum, rank range."""
     meta = json.loads(Path(meta_path).read_text())
-    if verify_checksum and sha256_file(path) != meta.get("sha256"):
+    if verify_checksum and sha256_file(path) != meta.get(OWN_SHA):
         raise RankFileError(f"{path}: checksum does not match its sidecar {meta_path} (truncated or replaced file?)")
     try:
         with np.load(path) as data:
@@ -65,19 +64,6 @@ def load_rank_arrays(
     return RankArrays(**loaded), meta
 
 
-def placement_problems(meta: Mapping[str, Any], model: str, dataset: str) -> list[str]:
-    """Why a sidecar does not describe `model` on `dataset` (empty: it does).
-
-    Two entries for the same weights have the same identity: only the names tell their arrays apart.
-    """
-    expected = {"model": model, "dataset": dataset}
-    return [
-        f"{key}: array has {meta.get(key)!r}, its path says {value!r}"
-        for key, value in expected.items()
-        if meta.get(key) != value
-    ]
-
-
 def check_provenance(
     meta: dict[str, Any], tokens_meta: dict[str, Any], identity: RankIdentity, path: str | Path
 ) -> None:
@@ -86,24 +72,15 @@ def check_provenance(
     Catches stale arrays (another window length, tokenizer, corpus, dtype or rank convention)
     and arrays copied to results/ranks/<model>/<dataset>.npz of another model or dataset, which a
     checksum alone cannot: the file is intact, it is just not the file this analysis expects. The
-    comparison is `RankIdentity.diff`, the one `share.py` uses for pulled arrays.
+    check is `rankscale.identity.problems`, the one `share.py` uses for pulled arrays.
     """
-    misplaced = placement_problems(meta, Path(path).parent.name, Path(path).stem)
+    misplaced, stale = problems(meta, Path(path).parent.name, Path(path).stem, identity, tokens_meta)
     if misplaced:
         raise RankFileError(
             f"{path}: rank array of another model or dataset ({'; '.join(misplaced)}); "
             "it was copied or moved here: delete it (or rerun with --forcerun extract) to recompute"
         )
-    problems = identity.diff(RankIdentity.from_sidecar(meta))
-    hashes = {
-        "token file": ("tokens_sha256", "sha256"),
-        "tokenizer": ("tokenizer_sha256",) * 2,
-        "corpus": ("corpus_sha256",) * 2,
-    }
-    for what, (mine, theirs) in hashes.items():
-        if meta.get(mine) != tokens_meta.get(theirs):
-            problems.append(f"{what}: array has {meta.get(mine)!r}, current is {tokens_meta.get(theirs)!r}")
-    if problems:
+    if stale:
         raise RankFileError(
-            f"{path}: stale rank array ({'; '.join(problems)}); delete it (or rerun with --forcerun extract) to recompute"
+            f"{path}: stale rank array ({'; '.join(stale)}); delete it (or rerun with --forcerun extract) to recompute"
         )

@@ -32,9 +32,8 @@ from typing import Any
 import yaml
 
 from rankscale.config import load_yaml
-from rankscale.identity import RankIdentity
+from rankscale.identity import problems
 from rankscale.plan import TRAIN_TOKENS, ModelPlan, build_plan
-from rankscale.rankfile import placement_problems
 
 DEFAULT_CONFIG = "config/config.yaml"
 DVC_YAML_HEADER = """\
@@ -148,13 +147,8 @@ def sidecar_mismatches(
     meta: Mapping[str, Any], plan: ModelPlan, dataset: str, tokens_meta: Mapping[str, Any] | None
 ) -> list[str]:
     """Why a pulled rank array (results/ranks/<plan.name>/<dataset>.npz) does not belong to this configuration."""
-    problems = placement_problems(meta, plan.name, dataset)
-    problems += plan.identity(dataset).diff(RankIdentity.from_sidecar(meta))
-    if tokens_meta is None:
-        problems.append("its token file is missing (dvc pull first)")
-    elif meta.get("tokens_sha256") != tokens_meta.get("sha256"):
-        problems.append("it was computed from different token windows than the token file here")
-    return problems
+    misplaced, stale = problems(meta, plan.name, dataset, plan.identity(dataset), tokens_meta)
+    return misplaced + stale
 
 
 def check_arrays(plans: Mapping[str, ModelPlan], datasets: Sequence[str], root: Path) -> Restored:
@@ -268,6 +262,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"{len(found.verified)} rank arrays verified and marked up to date")
-    for (model, dataset), problems in found.stale.items():
-        print(f"{rank_paths(model, dataset)[0]}: will be recomputed: {'; '.join(problems)}")
+    for (model, dataset), why in found.stale.items():
+        print(f"{rank_paths(model, dataset)[0]}: will be recomputed: {'; '.join(why)}")
     return 0

@@ -11,6 +11,7 @@ import numpy as np
 
 from rankscale.atomic import sha256_file, write_json, write_npz
 from rankscale.corpus import Document
+from rankscale.identity import OWN_SHA
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def save_tokens(corpus: TokenizedCorpus, path: str | Path, meta: dict[str, Any])
     if corpus.prefix is not None:  # absent when no special token was added: files stay as before
         arrays["prefix"] = corpus.prefix
     write_npz(path, **arrays)
-    write_json(str(path) + ".json", {**meta, "sha256": sha256_file(path)})
+    write_json(str(path) + ".json", {**meta, OWN_SHA: sha256_file(path)})
 
 
 def load_tokens(path: str | Path) -> TokenizedCorpus:

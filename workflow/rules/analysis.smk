@@ -14,7 +14,7 @@ rule summarize:
         hist="results/summary/{model}/{dataset}.hist.npz",
         boot="results/summary/{model}/{dataset}.boot.npz",
     params:
-        analysis=ANALYSIS,
+        settings=SUMMARY_SETTINGS,
         model=lambda wc: PLAN[wc.model].info(),  # family, training tokens D, the size it is a checkpoint of
         identity=lambda wc: PLAN[wc.model].identity(wc.dataset).params(),
     log:
@@ -33,7 +33,7 @@ rule table:
     output:
         report("results/tables/{table}.csv", caption="../report/table.rst", category="Tables"),
     params:
-        settings=table_settings,
+        settings=lambda wc: table_settings(config, wc.table),
         caption=lambda wc, output: TABLES[wc.table].caption,
     log:
         "logs/tables/{table}.log",

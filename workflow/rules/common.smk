@@ -14,9 +14,18 @@ if SRC not in sys.path:
 
 from rankscale.canon import canonical  # noqa: E402
 from rankscale.config import ConfigError, load_yaml, validate  # noqa: E402
-from rankscale.plan import TRAIN_TOKENS, build_plan, corpus_params, ladder_dir, tokenizer_sources  # noqa: E402
+from rankscale.plan import (  # noqa: E402
+    TRAIN_TOKENS,
+    build_plan,
+    corpus_params,
+    figure_settings,
+    ladder_dir,
+    summary_settings,
+    table_settings,
+    tokenizer_params,
+    tokenizer_sources,
+)
 from rankscale.plots import FIGURES  # noqa: E402
-from rankscale.summary import SUMMARY_SETTINGS  # noqa: E402
 from rankscale.tables import TABLES  # noqa: E402
 
 try:
@@ -34,21 +43,8 @@ LADDER = config.get("ladder")
 LADDER_DIR = ladder_dir(config)
 LADDER_SIZES = {s["name"]: s for s in LADDER["sizes"]} if LADDER else {}
 
-# what summaries are computed with; every k a figure shows (and every emergence k) is on the grid
-FIGURE_K = {k for f in FIGURES.values() for key in f.k_settings for k in config["figures"][key]}
-ANALYSIS = canonical(
-    {
-        **{key: config["analysis"][key] for key in SUMMARY_SETTINGS},
-        "k_include": sorted(
-            set(config["analysis"]["k_include"])
-            | FIGURE_K
-            | set(config["analysis"]["emergence_k"])
-            | set(config["analysis"]["law_k"])
-        ),
-        # summaries draw the replicates; the interval's level and the refits only matter to the tables
-        "bootstrap": {k: config["analysis"]["bootstrap"][k] for k in ("replicates", "seed")},
-    }
-)
+# what summaries are computed with: every k a table or figure reads is on their k grid
+SUMMARY_SETTINGS = summary_settings(config)
 
 TABLE_FILES = expand("results/tables/{table}.csv", table=TABLES)
 FIGURE_FILES = expand("results/figures/{figure}.{ext}", figure=FIGURES, ext=["png", "pdf"])
@@ -81,26 +77,6 @@ def tokenizer_users(tok):
     return [name for name, plan in PLAN.items() if plan.tokenizer_key == tok]
 
 
-def tokenizer_params(tok):
-    """What tokenizer key `tok` loads, independent of which model lists it first.
-
-    Taking the first model's whole source would change these params (so re-tokenize, so
-    re-extract every model sharing the key) whenever that first model is removed or reordered.
-    """
-    source = TOKENIZERS[tok]
-    return canonical(
-        {
-            "name": tok,
-            "location": source.tokenizer_location,
-            "revision": source.tokenizer_ref,
-            "local": source.local if source.tokenizer is None else source.tokenizer_ref is None,
-            "tokenizer": None,
-            "trust_remote_code": source.trust_remote_code,
-            "allow_pickle": source.allow_pickle,
-        }
-    )
-
-
 def extract_inputs(wc):
     plan = PLAN[wc.model]
     inputs = {"tokens": f"results/tokens/{plan.tokenizer_key}/{wc.dataset}.npz"}
@@ -130,27 +106,11 @@ def table_inputs(wc):
     }
 
 
-def table_settings(wc):
-    return canonical({key: config["analysis"][key] for key in TABLES[wc.table].settings})
-
-
 def figure_inputs(wc):
     figure = FIGURES[wc.figure]
     return {
         "tables": [f"results/tables/{name}.csv" for name in figure.tables],
         "hists": summaries("hist.npz") if figure.hists else [],
-        "summaries": summaries() if figure.replicates else [],
+        "summaries": summaries() if figure.hists or figure.replicates else [],  # they verify both
         "replicates": summaries("boot.npz") if figure.replicates else [],
     }
-
-
-def figure_settings(wc):
-    figure = FIGURES[wc.figure]
-    return canonical(
-        {
-            **{key: config["figures"][key] for key in figure.settings},
-            "datasets": DATASETS,
-            "models": MODELS if figure.hists or figure.replicates else [],
-            "level": config["analysis"]["bootstrap"]["level"] if figure.replicates else None,
-        }
-    )

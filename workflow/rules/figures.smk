@@ -9,7 +9,7 @@ rule figure:
         png=report("results/figures/{figure}.png", caption="../report/figure.rst", category="Figures"),
         pdf="results/figures/{figure}.pdf",
     params:
-        settings=figure_settings,
+        settings=lambda wc: figure_settings(config, wc.figure, DATASETS, MODELS),
         caption=lambda wc, output: FIGURES[wc.figure].caption,
     log:
         "logs/figures/{figure}.log",

@@ -8,6 +8,7 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any en
 
 from rankscale.atomic import atomic_path, sha256_file, write_json
 from rankscale.corpus import CorpusError, write_jsonl
+from rankscale.identity import OWN_SHA
 from rankscale.logs import setup_logging
 from rankscale.sources import load_corpus, provenance, resolve_revision
 
@@ -26,7 +27,7 @@ meta = {
     "documents": n,
     "characters": sum(len(d.text) for d in docs),
     **counts,  # skipped_records: invalid records skipped under skip_invalid_records
-    "sha256": sha256_file(snakemake.output.corpus),
+    OWN_SHA: sha256_file(snakemake.output.corpus),
 }
 write_json(snakemake.output.meta, meta)
 log.info("%s: %d documents, %d characters, revision %s", dataset, n, meta["characters"], meta["resolved_revision"])

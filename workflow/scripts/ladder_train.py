@@ -6,23 +6,21 @@ snakemake = globals()["snakemake"]
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any environment
 
 
-import math
-
 import torch
 from transformers import AutoTokenizer
 
 from rankscale.atomic import atomic_dir
 from rankscale.ladder import SizeSpec, TrainSpec, train_model
 from rankscale.logs import setup_logging
+from rankscale.schedule import peak_lr
 from rankscale.tokens import load_tokens
 
 log = setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 size_cfg = dict(snakemake.params.size)
 train_cfg = dict(snakemake.params.train)
-d_ref = train_cfg.pop("lr_d_ref")
-lr = size_cfg.pop("lr") or (train_cfg["lr"] * math.sqrt(d_ref / size_cfg["d_model"]) if d_ref else train_cfg["lr"])
-train_cfg["lr"] = lr
+train_cfg["lr"] = peak_lr(size_cfg, train_cfg)
+del size_cfg["lr"], train_cfg["lr_d_ref"]
 tokenizer = AutoTokenizer.from_pretrained(snakemake.input.tokenizer)
 corpus = load_tokens(snakemake.input.tokens)  # tokenized once, by the ladder_tokenizer rule
 log.info("training corpus: %d documents, %d tokens", len(corpus.offsets) - 1, corpus.ids.size)

@@ -6,23 +6,26 @@ snakemake = globals()["snakemake"]
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any environment
 
 
-import json
 from pathlib import Path
 
 from rankscale.atomic import atomic_path
 from rankscale.logs import setup_logging
-from rankscale.summary import load_replicates
-from rankscale.tables import Replicates, build_table, read_table
+from rankscale.summary import SummaryPaths, load_replicates, read_summary
+from rankscale.tables import Replicates, TableSettings, build_table, read_table
 
 log = setup_logging(snakemake.log[0])
-summaries = [json.loads(Path(path).read_text()) for path in snakemake.input.summaries]
+summaries = [read_summary(path) for path in snakemake.input.summaries]
 tables = {Path(path).stem: read_table(path) for path in snakemake.input.tables}
 replicates = (
-    Replicates(summaries, [load_replicates(path) for path in snakemake.input.replicates])
+    Replicates(
+        summaries,
+        [load_replicates(s, SummaryPaths.beside(p)) for s, p in zip(summaries, snakemake.input.summaries, strict=True)],
+    )
     if snakemake.input.replicates
     else None
 )
-df = build_table(snakemake.wildcards.table, summaries, tables, snakemake.params.settings, replicates)
+settings = TableSettings.from_params(snakemake.params.settings)
+df = build_table(snakemake.wildcards.table, summaries, tables, settings, replicates)
 with atomic_path(snakemake.output[0], suffix=".csv") as tmp:
     df.to_csv(tmp, index=False)  # full precision: papers quote these
 log.info("%s: %d rows", snakemake.wildcards.table, len(df))

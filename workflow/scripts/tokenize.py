@@ -10,6 +10,7 @@ import json
 
 from rankscale.atomic import sha256_file
 from rankscale.corpus import read_jsonl
+from rankscale.identity import token_file_hashes
 from rankscale.logs import setup_logging
 from rankscale.models import ModelSource, load_tokenizer
 from rankscale.tokens import save_tokens, tokenize_documents, tokenizer_fingerprint
@@ -30,10 +31,9 @@ if counts["documents"] == 0:
 meta = {
     "tokenizer": source.tokenizer_location,
     "tokenizer_key": snakemake.wildcards.tok,
-    "tokenizer_sha256": tokenizer_fingerprint(tokenizer),
+    **token_file_hashes(tokenizer_fingerprint(tokenizer), sha256_file(snakemake.input.corpus)),
     "vocab_size": len(tokenizer),
     "dataset": snakemake.wildcards.dataset,
-    "corpus_sha256": sha256_file(snakemake.input.corpus),
     "dataset_revision": json.loads(open(snakemake.input.corpus_meta).read())["resolved_revision"],
     "add_special_tokens": snakemake.params.add_special_tokens,
     "max_scored_tokens": snakemake.params.max_scored_tokens,

@@ -15,20 +15,30 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from rankscale.atomic import atomic_path  # noqa: E402
+from rankscale.laws import FitForm  # noqa: E402
+from rankscale.tables import Replicates  # noqa: E402
 
 S_LABEL = "non-embedding parameters $S$"
 
 
 @dataclass(frozen=True)
 class FigureData:
-    """What a figure is drawn from: the tables it reads (by name), rank histograms, the run's order."""
+    """What a figure is drawn from: the tables it reads (by name), rank histograms, the run's order,
+    and for the figures that draw laws and bands, the fit form and the bootstrap replicates."""
 
     tables: dict[str, pd.DataFrame]
     datasets: list[str]
     models: list[str]
+    form: FitForm | None  # analysis.law_form: the form powerlaw_fits.csv holds (figures that draw fits)
+    level: float | None  # coverage of the bands drawn (analysis.bootstrap.level; figures with replicates)
+    refits: int | None  # replicates a form without a closed form is refitted on (analysis.bootstrap.refits)
     hists: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # (model, dataset) -> counts
-    replicates: Any = None  # rankscale.tables.Replicates, for figures that draw bands
-    level: float = 0.95  # coverage of the intervals drawn
+    replicates: Replicates | None = None  # for figures that draw bands
+
+    @property
+    def law_form(self) -> FitForm:
+        assert self.form is not None, "a figure that draws fits declares powerlaw_fits among its tables"
+        return self.form
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,11 @@ class Figure:
     k_settings: tuple[str, ...] = ()  # those of `settings` that hold k values: they join the k grid
     hists: bool = False  # reads every model x dataset rank histogram
     replicates: bool = False  # reads every summary and its bootstrap replicates (bands, intervals)
+
+    @property
+    def reads_fits(self) -> bool:
+        """Draws fitted laws of powerlaw_fits.csv: it needs to know their form."""
+        return "powerlaw_fits" in self.tables
 
 
 def _unlog_empty_axes(fig: plt.Figure) -> None:

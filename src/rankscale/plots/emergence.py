@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.laws import FORMS
+from rankscale.laws import Points
 from rankscale.plots.common import S_LABEL, Figure, FigureData, cycle_color, grid, save
-from rankscale.plots.laws import fit_row, readable_log_ticks
-from rankscale.tables import finals
+from rankscale.plots.laws import readable_log_ticks
+from rankscale.tables import LawKey, finals, select
 
 KINDS = {  # column of the emergence table -> how it is drawn
     "empirical": {"fmt": "o", "label": "measured runs"},
@@ -28,11 +28,11 @@ def _panels(table: pd.DataFrame, datasets: list[str]) -> tuple[list[tuple[str, s
 
 def _law_curve(data: FigureData, family: str, dataset: str, k: int, n: int, sizes: np.ndarray, extrapolate: float):
     """S grid and exp(-N C S^-alpha) of the fitted -log RBP_k law, over the data (and `extrapolate` decades beyond)."""
-    fit = fit_row(data.tables["powerlaw_fits"], family, dataset, "neg_log_rbp", k)
+    fit = LawKey(family, dataset, "neg_log_rbp", k).select(data.tables["powerlaw_fits"], data.law_form)
     if fit is None:
         return None
-    s = np.geomspace(sizes.min(), sizes.max() * 10**extrapolate, 120)
-    return s, FORMS["power_law"].from_row(fit).scaled(n).predict(s)
+    s = Points.of(np.geomspace(sizes.min(), sizes.max() * 10**extrapolate, 120))
+    return s.S, fit.form.predict(fit.form.scaled(fit.law, n), s)
 
 
 def fig_emergence(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
@@ -44,7 +44,7 @@ def fig_emergence(data: FigureData, settings: Mapping[str, Any], png: Path) -> N
     for i, (dataset, family) in enumerate(rows):
         for j, k in enumerate(ks):
             ax = axes[i, j]
-            sel = table[(table["dataset"] == dataset) & (table["family"] == family) & (table["k"] == k)]
+            sel = select(table, dataset=dataset, family=family, k=k)
             drawn: list[np.ndarray] = []
             for c, (n, group) in enumerate(sel.groupby("N")):
                 color, sizes = cycle_color(c), group["S"].to_numpy(float)
@@ -91,7 +91,7 @@ def fig_emergence_probability(data: FigureData, settings: Mapping[str, Any], png
     for i, (dataset, family) in enumerate(rows):
         for j, k in enumerate(ks):
             ax = axes[i, j]
-            sel = table[(table["dataset"] == dataset) & (table["family"] == family) & (table["k"] == k)]
+            sel = select(table, dataset=dataset, family=family, k=k)
             top = float(sel["S"].max()) if len(sel) else 1.0
             for c, (n, group) in enumerate(sel.groupby("N")):
                 color, sizes = cycle_color(c), group["S"].to_numpy(float)

@@ -12,10 +12,11 @@ import pandas as pd
 from matplotlib import ticker
 
 from rankscale.bootstrap import interval
-from rankscale.laws import FORMS, fit_power_law_replicates
+from rankscale.laws import Points
 from rankscale.metrics import METRICS, metric_for_law
 from rankscale.plots.common import S_LABEL, Figure, FigureData, colors, cycle_color, grid, save
-from rankscale.tables import finals, law_replicates
+from rankscale.tables import LawKey, select
+from rankscale.tables.laws import law_replicates
 
 INTERVAL_NOTE = (
     "Error bars: percentile intervals of a bootstrap over documents (``analysis.bootstrap``); shaded band: "
@@ -41,21 +42,6 @@ def readable_log_ticks(ax: Any, axis: str = "y") -> None:
         target.set_minor_formatter(ticker.NullFormatter())
 
 
-def law_group(metrics: pd.DataFrame, family: str, dataset: str, law: str, k: int | None) -> pd.DataFrame:
-    """The rows of one fitted quantity: a family's models on a dataset (at k), by S."""
-    metric = metric_for_law(law)
-    metrics = finals(metrics)  # laws in S: each size's final model (checkpoints are Fig. 10's)
-    sel = metrics[(metrics["family"] == family) & (metrics["dataset"] == dataset) & (metrics["metric"] == metric.name)]
-    sel = sel[sel["k"].isna()] if k is None else sel[sel["k"] == k]
-    return sel.sort_values("S", kind="stable")
-
-
-def fit_row(fits: pd.DataFrame, family: str, dataset: str, law: str, k: int | None) -> pd.Series | None:
-    sel = fits[(fits["family"] == family) & (fits["dataset"] == dataset) & (fits["metric"] == law)]
-    sel = sel[sel["k"].isna()] if k is None else sel[sel["k"] == k]
-    return sel.iloc[0] if len(sel) and np.isfinite(sel["alpha"].iloc[0]) else None
-
-
 def draw_law(
     ax: Any,
     data: FigureData,
@@ -68,9 +54,9 @@ def draw_law(
     name: str = "",
 ) -> bool:
     """One family's points with error bars, its fitted law and the law's bootstrap band; False if nothing to draw."""
-    metrics, fits = data.tables["metrics"], data.tables["powerlaw_fits"]
-    metric = metric_for_law(law)
-    group = law_group(metrics, family, dataset, law, k)
+    key = LawKey(family, dataset, law, k)
+    metric = key.metric
+    group = key.points(data.tables["metrics"])
     y = metric.to_law(group["value"].to_numpy(float))
     ok = y > 0
     if not ok.any():
@@ -78,21 +64,21 @@ def draw_law(
     bounds = np.sort(metric.to_law(group[["ci_low", "ci_high"]].to_numpy(float)), axis=1)
     yerr = np.abs(bounds.T - y)
     ax.errorbar(group["S"][ok], y[ok], yerr=yerr[:, ok], fmt=marker, color=color, ms=5, capsize=2, lw=1)
-    fit = fit_row(fits, family, dataset, law, k)
+    fit = key.select(data.tables["powerlaw_fits"], data.law_form)
     label = f"{family} {name}".strip()
     if fit is not None:
-        law_fit = FORMS["power_law"].from_row(fit)
-        s = np.geomspace(group["S"].min(), group["S"].max(), 60)
-        ax.plot(s, law_fit.predict(s), "-", color=color, alpha=0.85)
+        grid_s = Points.of(np.geomspace(group["S"].min(), group["S"].max(), 60))
+        ax.plot(grid_s.S, fit.form.predict(fit.law, grid_s), "-", color=color, alpha=0.85)
         if data.replicates is not None:
-            params = fit_power_law_replicates(group["S"].to_numpy(), law_replicates(group, data.replicates))
-            curves = params["C"][:, None] * s[None, :] ** (-params["alpha"][:, None])
-            low, high = interval(curves, data.level)
-            ax.fill_between(s, low, high, color=color, alpha=0.18, lw=0)
-        label += (
-            f": $\\alpha$={law_fit.alpha:.3f} [{fit['alpha_ci_low']:.3f}, {fit['alpha_ci_high']:.3f}], "
-            f"$R^2$={law_fit.r2:.3f}"
-        )
+            assert data.level is not None and data.refits is not None, "bands need the level and refits"
+            sizes = Points.of(group["S"].to_numpy())
+            params = fit.form.fit_replicates(sizes, law_replicates(group, data.replicates), fit.law, data.refits)
+            low, high = interval(fit.form.predict_replicates(params, grid_s), data.level)
+            ax.fill_between(grid_s.S, low, high, color=color, alpha=0.18, lw=0)
+        if fit.form.exponent is not None:
+            low, high = fit.interval(fit.form.exponent)
+            label += f": $\\alpha$={fit.value(fit.form.exponent):.3f} [{low:.3f}, {high:.3f}]"
+        label += f", $R^2$={fit.value('r2'):.3f}" if "r2" in fit.form.columns else ""
     ax.plot([], [], marker + "-", color=color, label=label)
     return True
 
@@ -166,7 +152,7 @@ def fig_r2_alpha(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
     rbp = fits[fits["metric"] == "neg_log_rbp"]
     for j, dataset in enumerate(data.datasets):
         marked = False
-        for family, group in rbp[rbp["dataset"] == dataset].groupby("family"):
+        for family, group in select(rbp, dataset=dataset).groupby("family"):
             group = group.sort_values("k")
             k = group["k"].to_numpy(float)
             for ax, p in ((axes[0, j], "r2"), (axes[1, j], "alpha")):
@@ -230,7 +216,7 @@ def fig_extrapolation(data: FigureData, settings: Mapping[str, Any], png: Path) 
             for m, k in sel[["metric", "k"]].drop_duplicates().itertuples(index=False)
         ]
         for c, (metric, k) in enumerate(labels):
-            rows = sel[(sel["metric"] == metric) & (sel["k"].isna() if k is None else sel["k"] == k)]
+            rows = select(sel, metric=metric, k=k)
             for n_out, part in rows.groupby(rows["n_fit"].rank(method="dense", ascending=False).astype(int)):
                 yerr = np.abs(
                     part[["predicted_ci_low", "predicted_ci_high"]].to_numpy().T - part["predicted"].to_numpy()

@@ -13,7 +13,7 @@ from rankscale.lognormal import log_pmf
 from rankscale.plots.common import S_LABEL, Figure, FigureData, colors, cycle_color, grid, save
 from rankscale.plots.laws import draw_law, readable_log_ticks
 from rankscale.rankdist import FAMILIES
-from rankscale.tables import finals
+from rankscale.tables import LawKey, finals, select
 
 
 def fig_derived_laws(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
@@ -36,10 +36,8 @@ def fig_derived_laws(data: FigureData, settings: Mapping[str, Any], png: Path) -
                 draw_law(ax, data, family, dataset, law, k, cycle_color(4 * i + c), marker, name)
             if contrasts.empty:  # e.g. a single size: nothing fitted, nothing compared
                 continue
-            sel = contrasts[(contrasts["family"] == family) & (contrasts["dataset"] == dataset)]
             for law, versus, versus_k in (("ee_lognormal", "ce", None), ("neg_log_p1_lognormal", "neg_log_rbp", 1)):
-                row = sel[(sel["metric"] == law) & (sel["versus"] == versus)]
-                row = row[row["versus_k"].isna()] if versus_k is None else row[row["versus_k"] == versus_k]
+                row = select(contrasts, family=family, dataset=dataset, metric=law, versus=versus, versus_k=versus_k)
                 if len(row):
                     r = row.iloc[0]
                     notes.append(
@@ -113,11 +111,11 @@ def fig_decomposition(data: FigureData, settings: Mapping[str, Any], png: Path) 
         positions = np.arange(len(group))
         bottom = np.zeros(len(group))
         for c, (name, label) in enumerate(parts):
-            fit = fits[(fits["family"] == family) & (fits["dataset"] == dataset) & (fits["metric"] == name)]
+            fit = LawKey(family, dataset, name).select(fits, data.law_form)
             alpha = ""
-            if len(fit) and np.isfinite(fit["alpha"].iloc[0]):
-                f = fit.iloc[0]
-                alpha = f": $\\alpha$={f['alpha']:.3f} [{f['alpha_ci_low']:.3f}, {f['alpha_ci_high']:.3f}]"
+            if fit is not None and fit.form.exponent is not None:
+                low, high = fit.interval(fit.form.exponent)
+                alpha = f": $\\alpha$={fit.value(fit.form.exponent):.3f} [{low:.3f}, {high:.3f}]"
             values = group[name].to_numpy(float)
             err = np.abs(group[[f"{name}_ci_low", f"{name}_ci_high"]].to_numpy(float).T - values)
             ax.bar(positions, values, bottom=bottom, color=cycle_color(c), width=0.7, yerr=err, capsize=2,

@@ -13,15 +13,16 @@ from rankscale.laws import JointLaw
 from rankscale.metrics import metric_for_law
 from rankscale.plots.common import Figure, FigureData, cycle_color, grid, save
 from rankscale.plots.laws import readable_log_ticks
+from rankscale.tables import select
 
 D_LABEL = "training tokens $D$"
 SHOWN = (("neg_log_rbp", 1), ("ce", None))  # -log RBP_1 and CE
 
 
 def _rows(metrics: pd.DataFrame, dataset: str, law: str, k: int | None) -> pd.DataFrame:
-    metric = metric_for_law(law)
-    sel = metrics[(metrics["dataset"] == dataset) & (metrics["metric"] == metric.name) & metrics["D"].notna()]
-    return sel[sel["k"].isna()] if k is None else sel[sel["k"] == k]
+    """Every model's row of `law` (at k) on `dataset` that says its training tokens D."""
+    sel = select(metrics, dataset=dataset, metric=metric_for_law(law).name, k=k)
+    return sel[sel["D"].notna()]
 
 
 def _empty(ax: Any) -> None:
@@ -29,15 +30,12 @@ def _empty(ax: Any) -> None:
             transform=ax.transAxes, ha="center", va="center", fontsize=8)  # fmt: skip
 
 
-def _fit(table: pd.DataFrame, dataset: str, law: str, k: int | None, column: str, **match: Any) -> pd.Series | None:
-    """The row of `table` fitted to `law` (at k) on `dataset` (and `match`), if its `column` is finite."""
-    if table.empty or column not in table:
+def _fit(table: pd.DataFrame, dataset: str, law: str, k: int | None, **match: Any) -> pd.Series | None:
+    """The first fitted row of `table` (data_fits.csv, joint_fits.csv) of `law` (at k) on `dataset` (and `match`)."""
+    if table.empty:
         return None
-    sel = table[(table["dataset"] == dataset) & (table["metric"] == law)]
-    for key, value in match.items():
-        sel = sel[sel[key] == value]
-    sel = sel[sel["k"].isna()] if k is None else sel[sel["k"] == k]
-    return sel.iloc[0] if len(sel) and np.isfinite(sel[column].iloc[0]) else None
+    sel = select(table, dataset=dataset, metric=law, k=k, **match)
+    return sel.iloc[0] if len(sel) and not sel["note"].fillna("").iloc[0] else None
 
 
 def _draw(data: FigureData, png: Path, panel: Callable[[Any, str, str, int | None, pd.DataFrame], None]) -> None:
@@ -72,7 +70,7 @@ def fig_tokens(data: FigureData, settings: Mapping[str, Any], png: Path) -> None
             y = metric.to_law(group["value"].to_numpy(float))
             bounds = np.sort(metric.to_law(group[["ci_low", "ci_high"]].to_numpy(float)), axis=1)
             label = f"S = {s:.3g}"
-            f = _fit(data.tables["data_fits"], dataset, law, k, "beta", size=size)
+            f = _fit(data.tables["data_fits"], dataset, law, k, size=size)
             if f is not None:
                 d = np.geomspace(group["D"].min(), group["D"].max(), 40)
                 ax.plot(d, f["C"] * d ** (-f["beta"]), "-", color=cycle_color(c), alpha=0.7)
@@ -94,7 +92,7 @@ def fig_compute_frontier(data: FigureData, settings: Mapping[str, Any], png: Pat
             group = rows[rows["size"] == size].sort_values("C")
             ax.plot(group["C"], metric.to_law(group["value"].to_numpy(float)), "o-", color=cycle_color(c), ms=4,
                     lw=0.8, label=f"S = {s:.3g}")  # fmt: skip
-        f = _fit(data.tables["joint_fits"], dataset, law, k, "E")
+        f = _fit(data.tables["joint_fits"], dataset, law, k)
         if f is not None:
             budgets = np.geomspace(rows["C"].min(), rows["C"].max(), 60)
             optimal_s, best = JointLaw.from_row(f).compute_optimal(budgets)

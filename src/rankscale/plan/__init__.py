@@ -1,0 +1,47 @@
+"""The configuration turned into concrete models, keys, checks and per-job settings for the workflow.
+
+- `models`: one `ModelPlan` per model (ladder sizes, their checkpoints, hub and local entries);
+- `keys`: tokenizer keys, the ladder directory, corpus params, file-name slugs;
+- `checks`: what the schema cannot check, before any job starts;
+- `settings`: the settings each summary, table and figure job reads.
+"""
+
+from rankscale.config import ConfigError
+from rankscale.plan.checks import check_local_model, read_model_config
+from rankscale.plan.keys import (
+    LADDER_ROOT,
+    TRAIN_TOKENS,
+    corpus_params,
+    ladder_dir,
+    short_hash,
+    slug,
+    text_key,
+    tokenizer_params,
+    tokenizer_sources,
+)
+from rankscale.plan.models import RUNTIME_KEYS, ModelPlan, Runtime, build_plan, checkpoint_name, ladder_models
+from rankscale.plan.settings import figure_settings, summary_settings, table_settings
+
+__all__ = [
+    "LADDER_ROOT",
+    "RUNTIME_KEYS",
+    "TRAIN_TOKENS",
+    "ConfigError",
+    "ModelPlan",
+    "Runtime",
+    "build_plan",
+    "check_local_model",
+    "checkpoint_name",
+    "corpus_params",
+    "figure_settings",
+    "ladder_dir",
+    "ladder_models",
+    "read_model_config",
+    "short_hash",
+    "slug",
+    "summary_settings",
+    "table_settings",
+    "text_key",
+    "tokenizer_params",
+    "tokenizer_sources",
+]

@@ -1,0 +1,208 @@
+"""Checks of what a schema cannot say, before any job starts: each error names the key and the value.
+
+Ladder sizes and checkpoints, dataset entries, local models (remote code, pickle checkpoints,
+positions), window settings against the model's positions, fit forms by name, checkpoint groups.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rankscale.config import ConfigError
+from rankscale.corpus import CorpusError
+from rankscale.plan.keys import TRAIN_TOKENS, ladder_dir
+from rankscale.schedule import tokens_per_step, training_steps
+from rankscale.sources import check_dataset
+
+if TYPE_CHECKING:
+    from rankscale.plan.models import ModelPlan
+
+
+def check_checkpoints(config: Mapping[str, Any]) -> None:
+    """Checkpoints a ladder can save: ascending, distinct, before the end of training."""
+    ladder = config.get("ladder")
+    if not ladder:
+        return
+    asked, total = ladder["train"]["checkpoints"], ladder["train"]["tokens"]
+    for i, tokens in enumerate(asked):
+        if tokens >= total:
+            raise ConfigError(
+                f"ladder.train.checkpoints[{i}]: {tokens} is not below ladder.train.tokens = {total} "
+                "(the final model is the last checkpoint)"
+            )
+        if i and tokens <= asked[i - 1]:
+            raise ConfigError(
+                f"ladder.train.checkpoints[{i}]: {tokens} does not follow {asked[i - 1]}: list them ascending, each once"
+            )
+    steps = [training_steps(t, ladder["train"]) for t in asked]
+    if len(set(steps)) < len(steps):
+        raise ConfigError(
+            f"ladder.train.checkpoints: {asked} fall in the same training step (steps {steps}, "
+            f"{tokens_per_step(ladder['train'])} tokens each): space them further apart"
+        )
+
+
+def check_ladder(config: Mapping[str, Any], check_paths: bool = True) -> None:
+    """Sizes that cannot be built, and a seq_len the training text cannot fill once.
+
+    The text's length in tokens is known once the ladder tokenizer exists (the ladder_tokenizer
+    rule writes it); before that no checkpoint exists either, so the training job's own check
+    cannot cost a finished one.
+    """
+    ladder = config.get("ladder")
+    for i, size in enumerate(ladder["sizes"] if ladder else []):
+        if size["d_model"] % size["heads"]:
+            raise ConfigError(
+                f"ladder.sizes[{i}].heads: {size['heads']} heads do not divide d_model = {size['d_model']} "
+                f"(size {size['name']!r})"
+            )
+    counts = Path(ladder_dir(config)) / TRAIN_TOKENS
+    if ladder and check_paths and counts.is_file():
+        tokens = int(json.loads(counts.read_text())["tokens"])
+        if ladder["train"]["seq_len"] > tokens:
+            raise ConfigError(
+                f"ladder.train.seq_len: {ladder['train']['seq_len']} exceeds the {tokens} tokens of the ladder's "
+                f"training text ({counts}): not one training sequence fits; lower it or add text under ladder.corpus"
+            )
+
+
+def dataset_sections(config: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """Every dataset entry by its key path: evaluated datasets and the ladder's training corpus."""
+    sections = {f"datasets.{k}": v for k, v in config["datasets"].items()}
+    if config.get("ladder"):
+        sections.update({f"ladder.corpus.{k}": v for k, v in config["ladder"]["corpus"].items()})
+    return sections
+
+
+def check_datasets(config: Mapping[str, Any], check_paths: bool = True) -> None:
+    """Dataset entries that can be checked without loading them: each source's own checks."""
+    for where, spec in dataset_sections(config).items():
+        if spec["max_scored_tokens"] and (spec.get("windows") or {}).get("max_windows_per_doc"):
+            warnings.warn(
+                f"{where}: max_scored_tokens counts every token of each document, but windows.max_windows_per_doc "
+                "scores only the first windows: fewer targets than max_scored_tokens will be scored",
+                stacklevel=2,
+            )
+        try:
+            check_dataset(spec, where, check_paths)
+        except CorpusError as exc:
+            raise ConfigError(str(exc)) from None
+
+
+POSITION_KEYS = ("max_position_embeddings", "n_positions")  # what transformers' configs call it
+
+
+def read_model_config(config_file: Path, where: str) -> dict[str, Any]:
+    """A local model's config.json; a file that is not a JSON object is refused with file, line and column."""
+    try:
+        model_config = json.loads(config_file.read_bytes())
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{where}.path: {config_file}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{where}.path: {config_file}: not UTF-8 at byte offset {exc.start}") from None
+    if not isinstance(model_config, dict):
+        raise ConfigError(f"{where}.path: {config_file}: holds a JSON {type(model_config).__name__}, not an object")
+    return model_config
+
+
+def check_local_model(path: Path, entry: Mapping[str, Any], where: str) -> tuple[int, str] | None:
+    """Refuse remote code and pickle checkpoints unless the entry opts in, before any job runs.
+
+    Returns the model's number of positions and where it was read, if its config.json says.
+    """
+    config_file = path / "config.json"
+    if not config_file.is_file():
+        raise ConfigError(f"{where}.path: {str(path)!r} has no config.json (not a save_pretrained directory)")
+    model_config = read_model_config(config_file, where)
+    if "auto_map" in model_config and not entry["trust_remote_code"]:
+        raise ConfigError(
+            f"{where}.trust_remote_code: model {entry['name']!r} at {str(path)!r} ships its own code "
+            f"(auto_map: {sorted(model_config['auto_map'])}); set `trust_remote_code: true` only if you trust it"
+        )
+    has_safetensors = any(path.glob("*.safetensors")) or (path / "model.safetensors.index.json").exists()
+    has_pickle = any(path.glob("*.bin")) or any(path.glob("*.pt"))
+    if not has_safetensors and has_pickle and not entry["allow_pickle"]:
+        raise ConfigError(
+            f"{where}.allow_pickle: model {entry['name']!r} at {str(path)!r} has only pickle checkpoints (*.bin), "
+            "which can run arbitrary code when loaded; convert it to safetensors or set `allow_pickle: true`"
+        )
+    for key in POSITION_KEYS:
+        if isinstance(model_config.get(key), int):
+            return model_config[key], f"local model {entry['name']!r} ({config_file}: {key})"
+    return None
+
+
+def check_analysis(config: Mapping[str, Any]) -> None:
+    """Names the schema cannot know: fit forms come from a registry (rankscale.laws.FORMS); laws in S only."""
+    from rankscale.laws import size_forms
+
+    known = size_forms()
+    named = [(f"analysis.forms[{i}]", form) for i, form in enumerate(config["analysis"]["forms"])]
+    for where, form in [*named, ("analysis.law_form", config["analysis"]["law_form"])]:
+        if form not in known:
+            raise ConfigError(f"{where}: unknown fit form {form!r} (a law in S); known: {known}")
+
+
+def check_windows(
+    settings: Mapping[str, Any], keys: Mapping[str, str], positions: tuple[int, str] | None, model: str
+) -> None:
+    """Windows a model can score; errors name the key each value was written at.
+
+    Checked here, not in the job: Snakemake deletes a job's old outputs before it runs.
+    """
+    length, stride = int(settings["max_length"]), settings["stride"]
+    if positions is not None and length > positions[0]:
+        raise ConfigError(f"{keys['max_length']}: {length} exceeds the {positions[0]} positions of {positions[1]}")
+    if stride is not None and not 1 <= int(stride) < length:
+        raise ConfigError(
+            f"{keys['stride']}: {stride!r} must be in 1..max_length-1 = {length - 1} "
+            f"(max_length {length} from {keys['max_length']}, model {model!r})"
+        )
+
+
+def warn_small_families(plans: Mapping[str, ModelPlan]) -> None:
+    families: dict[str, list[str]] = {}
+    for plan in plans.values():
+        families.setdefault(plan.family, []).append(plan.name)
+    for family, members in families.items():
+        if len(members) < 2:
+            warnings.warn(
+                f"family {family!r} has only {members}: no power-law fit is possible for it "
+                "(its points still appear in tables and figures)",
+                stacklevel=2,
+            )
+
+
+def mark_checkpoints(plans: dict[str, ModelPlan]) -> None:
+    """Group models by the size they are checkpoints of; the one with most training tokens is final.
+
+    Checkpoints of one size must share its family and each say how many tokens they have seen.
+    """
+    groups: dict[str, list[ModelPlan]] = {}
+    for plan in plans.values():
+        groups.setdefault(plan.size, []).append(plan)
+    for size, members in groups.items():
+        if len(members) == 1:
+            continue
+        for plan in members:
+            if plan.D is None:
+                raise ConfigError(
+                    f"{plan.where}.D: model {plan.name!r} is one of the checkpoints of {size!r} "
+                    f"({[m.name for m in members]}) but says no D (training tokens seen)"
+                )
+            if plan.family != members[0].family:
+                raise ConfigError(
+                    f"{plan.where}.family: checkpoints of {size!r} must share one family; {plan.name!r} has "
+                    f"{plan.family!r}, {members[0].name!r} has {members[0].family!r}"
+                )
+        Ds = [m.D for m in members]
+        if len(set(Ds)) < len(Ds):
+            raise ConfigError(f"{members[-1].where}.D: checkpoints of {size!r} repeat a D: {Ds}")
+        last = max(members, key=lambda m: m.D or 0)
+        for plan in members:
+            plans[plan.name] = replace(plan, final=plan is last)

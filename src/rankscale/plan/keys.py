@@ -1,0 +1,134 @@
+"""Keys and file names: how models, tokenizers, corpora and the ladder are named on disk.
+
+A key changes exactly when what it names changes: a tokenizer key depends on where the tokenizer
+loads from (never on which model lists it first), a ladder directory on its training text and
+tokenizer settings, a corpus on its entry less the settings later steps apply.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from rankscale.canon import canonical
+from rankscale.config import validate
+from rankscale.models import ModelSource
+
+if TYPE_CHECKING:
+    from rankscale.plan.models import ModelPlan
+
+TRAIN_TOKENS = "train_tokens.json"  # in the ladder directory: the training text's length in tokens
+
+# dataset keys added after results existed: left out of params at their defaults, so corpora
+# (and everything downstream) made before them stay up to date
+LATER_DATASET_KEYS = {"format": None, "skip_invalid_records": False}
+
+
+def slug(text: str) -> str:
+    """A file-name-safe key: 'EleutherAI/pythia-70m' -> 'EleutherAI--pythia-70m'."""
+    return re.sub(r"[^A-Za-z0-9._@-]+", "-", text.replace("/", "--")).strip("-")
+
+
+def short_hash(value: Any, n: int = 8) -> str:
+    return hashlib.sha256(repr(canonical(value)).encode()).hexdigest()[:n]
+
+
+def text_key(text: str) -> str:
+    """`slug(text)`, plus a hash of `text` where the slug loses information.
+
+    'ckpt v1' and 'ckpt-v1' would both slug to 'ckpt-v1' (and 'a/b', 'a--b' to 'a--b'). Hub
+    ids never hold such characters, so their keys stay plain slugs.
+    """
+    key = slug(text)
+    if not re.fullmatch(r"[A-Za-z0-9._@/-]+", text) or "--" in text:
+        key += "-" + short_hash(text)
+    return key
+
+
+def corpus_params(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """What a corpus's text depends on: its entry less the settings later steps apply, canonical."""
+    dropped = ("windows", "max_scored_tokens")
+    return canonical(
+        {
+            k: v
+            for k, v in spec.items()
+            if k not in dropped and not (k in LATER_DATASET_KEYS and v == LATER_DATASET_KEYS[k])
+        }
+    )
+
+
+LADDER_ROOT = "resources/ladder"
+
+
+def ladder_dir(config: Mapping[str, Any]) -> str:
+    """`resources/ladder/<key>`: one directory per ladder training text and tokenizer settings.
+
+    Two configurations (the default and config/smoke.yaml) in one clone each keep their own
+    tokenizer and checkpoints instead of retraining each other's. The training text is cut
+    free of every evaluated dataset's text, so those datasets are part of the key. Model
+    settings (size, training) are the ladder_train rule's params, not part of the key.
+    """
+    validated = validate(copy.deepcopy(dict(config))) if config.get("ladder") else None
+    if not validated:
+        return f"{LADDER_ROOT}/none"
+    ladder = validated["ladder"]
+    key = {
+        "corpus": [corpus_params(spec) for spec in ladder["corpus"].values()],
+        "tokenizer": ladder["tokenizer"],
+        "disjoint_from": {name: corpus_params(spec) for name, spec in validated["datasets"].items()},
+    }
+    return f"{LADDER_ROOT}/{short_hash(key, 12)}"
+
+
+def tokenizer_key(source: ModelSource) -> str:
+    """Models whose tokenizers load from the same place at the same revision share one key."""
+    if source.tokenizer is None:
+        return text_key(source.location) if source.local else text_key(f"{source.location}@{source.revision}")
+    ref = source.tokenizer_ref
+    return text_key(source.tokenizer if ref in (None, "main") else f"{source.tokenizer}@{ref}")
+
+
+def distinct_tokenizer_keys(plans: dict[str, ModelPlan]) -> None:
+    """Different tokenizers whose keys still coincide (e.g. '/a/b' and 'a/b') get a hash each, in place."""
+    sources: dict[str, set[tuple[str, str | None]]] = {}
+    for plan in plans.values():
+        sources.setdefault(plan.tokenizer_key, set()).add(tokenizer_id(plan.source))
+    for name, plan in plans.items():
+        if len(sources[plan.tokenizer_key]) > 1:
+            key = f"{plan.tokenizer_key}-{short_hash(tokenizer_id(plan.source))}"
+            plans[name] = replace(plan, tokenizer_key=key)
+
+
+def tokenizer_id(source: ModelSource) -> tuple[str, str | None]:
+    return source.tokenizer_location, source.tokenizer_ref
+
+
+def tokenizer_sources(plans: Mapping[str, ModelPlan]) -> dict[str, ModelSource]:
+    """One source per tokenizer key (models sharing a key share one tokenization job)."""
+    out: dict[str, ModelSource] = {}
+    for plan in plans.values():
+        out.setdefault(plan.tokenizer_key, plan.source)
+    return out
+
+
+def tokenizer_params(source: ModelSource, key: str) -> dict[str, Any]:
+    """What tokenizer key `key` loads, independent of which model lists it first: the tokenize rule's params.
+
+    Taking the first model's whole source would change these params (so re-tokenize, so re-extract
+    every model sharing the key) whenever that first model is removed or reordered.
+    """
+    return canonical(
+        {
+            "name": key,
+            "location": source.tokenizer_location,
+            "revision": source.tokenizer_ref,
+            "local": source.local if source.tokenizer is None else source.tokenizer_ref is None,
+            "tokenizer": None,
+            "trust_remote_code": source.trust_remote_code,
+            "allow_pickle": source.allow_pickle,
+        }
+    )

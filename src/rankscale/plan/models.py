@@ -1,0 +1,230 @@
+"""The configuration resolved into one plan per model: where it loads from, its identity, its runtime.
+
+`rankscale.config.validate` checks shapes and types against config/schema.yaml and fills in
+defaults; `build_plan` checks what a schema cannot (`rankscale.plan.checks`) and resolves
+per-model settings from `extraction:`, so every rule sees one consistent plan. Every error
+names the key and the value, and all of it runs before any job starts.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rankscale.config import ConfigError, validate
+from rankscale.identity import SETTING_KEYS, RankIdentity
+from rankscale.models import ModelSource
+from rankscale.plan.checks import (
+    check_analysis,
+    check_checkpoints,
+    check_datasets,
+    check_ladder,
+    check_local_model,
+    check_windows,
+    mark_checkpoints,
+    warn_small_families,
+)
+from rankscale.plan.keys import distinct_tokenizer_keys, ladder_dir, tokenizer_key
+from rankscale.schedule import tokens_seen
+from rankscale.windows import WINDOW_KEYS
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """How fast and where a model's extraction runs: changing these never reruns anything."""
+
+    device: str
+    batch_size: int
+    head_chunk: int | None
+    device_map: str | None
+    attn_implementation: str | None
+    threads: int
+    gpus: int
+    mem_mb: int
+    runtime: int
+
+
+RUNTIME_KEYS = tuple(Runtime.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    name: str
+    family: str
+    source: ModelSource
+    ladder: bool
+    tokenizer_key: str
+    settings: dict[str, Any]  # the identity settings (dtype, head dtype, windows, ties) before dataset overrides
+    runtime: Runtime
+    expected_size: int | None = None  # published S, checked against the loaded model
+    expected_vocab: int | None = None  # published len(tokenizer), checked at extraction
+    dataset_windows: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-dataset window overrides
+    where: str = "models[?]"  # the entry's key path, for messages
+    keys: dict[str, str] = field(default_factory=lambda: {"device": "extraction.device"})  # setting -> its key path
+    allow_vocab_gap: bool = False  # an output layer wider than the tokenizer beyond padding is accepted
+    D: int | None = None  # training tokens seen, where known
+    size: str = ""  # the size this model is a checkpoint of (its own name for a final model)
+    final: bool = True  # the last checkpoint of its size: size laws use these only
+    checkpoint: int | None = None  # a ladder checkpoint: the training tokens it was asked at
+
+    def info(self) -> dict[str, Any]:
+        """What the summaries record about the model besides what it scored."""
+        return {"family": self.family, "D": self.D, "size": self.size or self.name, "final": self.final}
+
+    def identity(self, dataset: str) -> RankIdentity:
+        """What this model's rank array on `dataset` depends on (the dataset's windows win)."""
+        settings = {**self.settings, **self.dataset_windows.get(dataset, {})}
+        return RankIdentity.from_settings(
+            self.source.location, self.source.revision, self.source.tokenizer_location, settings
+        )
+
+    def windows_for(self, dataset: str) -> dict[str, Any]:
+        identity = self.identity(dataset)
+        return {k: getattr(identity, k) for k in WINDOW_KEYS}
+
+    def job(self) -> dict[str, Any]:
+        """What an extraction job needs besides its identity: where to load from, runtime, checks."""
+        return {
+            "name": self.name,
+            "family": self.family,
+            "source": asdict(self.source),
+            "tokenizer_key": self.tokenizer_key,
+            "runtime": asdict(self.runtime),
+            "expected_size": self.expected_size,
+            "expected_vocab": self.expected_vocab,
+            "where": self.where,
+            "device_key": self.keys["device"],
+            "allow_vocab_gap": self.allow_vocab_gap,
+        }
+
+
+def checkpoint_name(size: str, tokens: int) -> str:
+    return f"{size}-t{tokens}"
+
+
+def ladder_models(config: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ladder's sizes, and their checkpoints, as model entries (settings come from `extraction:`).
+
+    A checkpoint is its size's training run (same schedule, seed and data order) stopped after
+    the step that reaches t tokens, so it has seen the first multiple of batch_size x seq_len at
+    or above t: its D. Each is trained by its own job, so adding one trains and scores it alone.
+    """
+    ladder = config.get("ladder")
+    if not ladder:
+        return []
+    train = ladder["train"]
+    seq_len = train["seq_len"]  # the models are built with this many positions
+    out = []
+    for s in ladder["sizes"]:
+        base = {"family": ladder["family"], "ladder": True, "seq_len": seq_len, "size": s["name"]}
+        for tokens in train["checkpoints"]:
+            name = checkpoint_name(s["name"], tokens)
+            out.append({**base, "name": name, "checkpoint": tokens, "D": tokens_seen(tokens, train)})
+        out.append({**base, "name": s["name"], "D": tokens_seen(train["tokens"], train)})
+    return out
+
+
+def _source(
+    entry: Mapping[str, Any], where: str, check_paths: bool, ladder: str
+) -> tuple[ModelSource, str, tuple[int, str] | None]:
+    """Where a model comes from, the key of its tokenization jobs, and its positions if known now."""
+    name = entry["name"]
+    if entry.get("ladder"):
+        source = ModelSource(
+            name=name,
+            location=f"{ladder}/models/{name}",
+            local=True,
+            tokenizer=f"{ladder}/tokenizer",
+            tokenizer_local=True,
+        )  # the tokenizer is the workflow's own output: local before it exists, so params never flip
+        return source, "ladder", (entry["seq_len"], f"ladder model {name!r} (ladder.train.seq_len)")
+    common = {
+        "name": name,
+        "tokenizer": entry["tokenizer"],
+        "trust_remote_code": entry["trust_remote_code"],
+        "allow_pickle": entry["allow_pickle"],
+        "tokenizer_revision": entry["tokenizer_revision"],
+    }
+    if entry.get("path"):
+        path = str(entry["path"])
+        positions = None
+        if check_paths:
+            if not Path(path).exists():
+                raise ConfigError(f"{where}.path: model {name!r} points at {path!r}, which does not exist")
+            positions = check_local_model(Path(path), entry, where)
+            tokenizer = entry["tokenizer"]
+            if tokenizer and tokenizer.startswith(("/", ".")) and not Path(tokenizer).exists():
+                raise ConfigError(f"{where}.tokenizer: {tokenizer!r} does not exist")
+        source = ModelSource(location=path, local=True, **common)
+        return source, tokenizer_key(source), positions
+    if entry.get("hub_id"):
+        source = ModelSource(location=entry["hub_id"], revision=entry["revision"], **common)
+        return source, tokenizer_key(source), None  # known only once downloaded: checked in the job
+    raise ConfigError(f"{where}: model {name!r} needs `hub_id` (with optional `revision`) or `path`")
+
+
+def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str, ModelPlan]:
+    """Resolve every model entry (ladder sizes first) into a ModelPlan, in config order.
+
+    The configuration is validated (defaults filled in, on a copy) first, so a raw YAML
+    configuration works as well as the one the workflow validated.
+    """
+    config = validate(copy.deepcopy(dict(config)))
+    check_ladder(config, check_paths)
+    check_checkpoints(config)
+    check_datasets(config, check_paths)
+    check_analysis(config)
+    defaults = config["extraction"]
+    windows = dataset_windows(config)
+    ladder = ladder_dir(config)
+    plans: dict[str, ModelPlan] = {}
+    n_ladder = len(ladder_models(config))
+    for i, entry in enumerate(ladder_models(config) + config["models"]):
+        where = f"ladder.sizes[{i}]" if entry.get("ladder") else f"models[{i - n_ladder}]"
+        name = entry["name"]
+        if name in plans:
+            raise ConfigError(f"{where}.name: duplicate model name {name!r}")
+        source, tok_key, positions = _source(entry, where, check_paths, ladder)
+        settings = _merged(defaults, entry, SETTING_KEYS)
+        keys = {k: f"{where}.{k}" if k in entry else f"extraction.{k}" for k in (*SETTING_KEYS, *RUNTIME_KEYS)}
+        check_windows(settings, keys, positions, name)
+        for dataset, override in windows.items():
+            where_set = {k: f"datasets.{dataset}.windows.{k}" for k in override}
+            check_windows({**settings, **override}, {**keys, **where_set}, positions, name)
+        plans[name] = ModelPlan(
+            name=name,
+            family=entry["family"],
+            source=source,
+            ladder=bool(entry.get("ladder")),
+            tokenizer_key=tok_key,
+            settings=settings,
+            runtime=Runtime(**_merged(defaults, entry, RUNTIME_KEYS)),
+            expected_size=entry.get("S"),
+            expected_vocab=entry.get("vocab_size"),
+            dataset_windows=windows,
+            where=where,
+            keys=keys,
+            allow_vocab_gap=bool(entry.get("allow_vocab_gap")),
+            D=entry.get("D"),
+            size=entry.get("size") or entry.get("checkpoint_of") or name,
+            checkpoint=entry.get("checkpoint"),
+        )
+    if not plans:
+        raise ConfigError("models: the configuration lists no models (ladder.sizes and models are both empty)")
+    mark_checkpoints(plans)
+    distinct_tokenizer_keys(plans)
+    warn_small_families(plans)
+    return plans
+
+
+def dataset_windows(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Window settings fixed by dataset entries (e.g. the authors' one 512-token window per document)."""
+    return {name: dict(spec["windows"]) for name, spec in config["datasets"].items() if spec.get("windows")}
+
+
+def _merged(defaults: Mapping[str, Any], entry: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """A model entry's settings: its own where it sets them, else `extraction:`'s."""
+    return {k: entry[k] if k in entry else defaults[k] for k in keys}

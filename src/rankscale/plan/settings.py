@@ -1,0 +1,78 @@
+"""What each analysis job is computed with: the `analysis:` and `figures:` settings it reads, canonical.
+
+The rules pass these as params, so a job reruns exactly when a setting it reads changes (and the
+aggregation benchmark measures the grid the workflow runs). Defaults come from the schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rankscale.canon import canonical
+
+
+def figure_k(config: Mapping[str, Any]) -> set[int]:
+    """Every k a figure shows: they join the summaries' k grid."""
+    from rankscale.plots import FIGURES
+
+    return {k for f in FIGURES.values() for key in f.k_settings for k in config["figures"][key]}
+
+
+def summary_settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """`rankscale.summary.SummarySettings` as params: the k grid (with every k a table or figure reads),
+    the emergence runs, the bootstrap draws and the lognormal. The interval level and refits are the tables'."""
+    analysis = config["analysis"]
+    return canonical(
+        {
+            "k_points_per_decade": analysis["k_points_per_decade"],
+            "k_include": sorted(
+                set(analysis["k_include"]) | figure_k(config) | set(analysis["emergence_k"]) | set(analysis["law_k"])
+            ),
+            "emergence_k": analysis["emergence_k"],
+            "emergence_N": analysis["emergence_N"],
+            "law_k": analysis["law_k"],
+            "replicates": analysis["bootstrap"]["replicates"],
+            "seed": analysis["bootstrap"]["seed"],
+            "truncate": analysis["lognormal"]["truncate"],
+            "distribution_replicates": analysis["lognormal"]["replicates"],
+        }
+    )
+
+
+def _table_values(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Every `rankscale.tables.TableSettings` field, from the configuration."""
+    analysis = config["analysis"]
+    return {
+        "level": analysis["bootstrap"]["level"],
+        "law_k": analysis["law_k"],
+        "law_form": analysis["law_form"],
+        "forms": analysis["forms"],
+        "refits": analysis["bootstrap"]["refits"],
+    }
+
+
+def table_settings(config: Mapping[str, Any], table: str) -> dict[str, Any]:
+    """The settings table `table` declares it reads (`Table.settings`), as params."""
+    from rankscale.tables import TABLES
+
+    values = _table_values(config)
+    return canonical({name: values[name] for name in TABLES[table].settings})
+
+
+def figure_settings(config: Mapping[str, Any], figure: str, datasets: Sequence[str], models: Sequence[str]) -> dict:
+    """What figure `figure` reads: its `figures:` keys, the datasets (its columns) and, where it reads
+    histograms or replicates, the models; the law form where it draws fits; the level and refits of its bands."""
+    from rankscale.plots import FIGURES
+
+    entry, analysis = FIGURES[figure], config["analysis"]
+    return canonical(
+        {
+            **{key: config["figures"][key] for key in entry.settings},
+            "datasets": list(datasets),
+            "models": list(models) if entry.hists or entry.replicates else [],
+            "law_form": analysis["law_form"] if entry.reads_fits else None,
+            "level": analysis["bootstrap"]["level"] if entry.replicates else None,
+            "refits": analysis["bootstrap"]["refits"] if entry.replicates else None,
+        }
+    )

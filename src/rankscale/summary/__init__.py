@@ -1,0 +1,36 @@
+"""Per model x dataset summaries: computed once from a rank array (`compute`), read as typed results (`types`)."""
+
+from rankscale.summary.compute import RankPairs, Resampling, SummarySettings, per_document, rank_tests, summarize
+from rankscale.summary.types import (
+    MODEL_COLUMNS,
+    ModelInfo,
+    RankTest,
+    RunRate,
+    Summary,
+    SummaryError,
+    SummaryPaths,
+    load_histogram,
+    load_replicates,
+    read_summary,
+    write_summary,
+)
+
+__all__ = [
+    "MODEL_COLUMNS",
+    "ModelInfo",
+    "RankPairs",
+    "RankTest",
+    "Resampling",
+    "RunRate",
+    "Summary",
+    "SummaryError",
+    "SummaryPaths",
+    "SummarySettings",
+    "load_histogram",
+    "load_replicates",
+    "per_document",
+    "rank_tests",
+    "read_summary",
+    "summarize",
+    "write_summary",
+]

@@ -1,0 +1,191 @@
+"""Per model x dataset summary: everything downstream needs, computed once from a rank array.
+
+- every per-document statistic (`rankscale.metrics.document_statistics`): its column sums are the
+  point totals, and the same matrix gives the bootstrap replicate totals (`rankscale.bootstrap`);
+- the rank-distribution statistics (error entropy, CE decomposition, the fitted lognormal and what
+  it implies) of the whole histogram, and their replicates from resampled per-document histograms;
+- the lognormal against alternative families (Vuong), with per-document log-likelihood ratios.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+
+from rankscale.bootstrap import replicate_totals, resample_counts
+from rankscale.conjecture import distribution_replicates, distribution_statistics, rank_sums
+from rankscale.identity import OWN_SHA
+from rankscale.metrics import document_statistics
+from rankscale.rankdist import FAMILIES, fit_family, vuong
+from rankscale.rankfile import RankArrays
+from rankscale.statistics import RUN_HITS, RUN_WINDOWS, Scored, k_grid, rank_histogram, segment_starts
+from rankscale.summary.types import ModelInfo, RankTest, RunRate, Summary
+
+
+@dataclass(frozen=True)
+class SummarySettings:
+    """The `analysis:` settings a summary is computed with (`rankscale.plan.summary_settings` makes them)."""
+
+    k_points_per_decade: int
+    k_include: list[int]  # every k a table or figure reads is on the grid
+    emergence_k: list[int]
+    emergence_N: list[int]
+    law_k: list[int]
+    replicates: int  # bootstrap replicates of the summed statistics
+    seed: int
+    truncate: bool  # the lognormal is normalised over 1..|V|
+    distribution_replicates: int  # bootstrap replicates of the histogram statistics
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> SummarySettings:
+        return cls(**params)
+
+
+@dataclass(frozen=True)
+class Resampling:
+    """Which documents a bootstrap draws from: the n_units documents any model of the family scored
+    on the dataset; document d of this model's token file is unit `units[d]`."""
+
+    units: np.ndarray
+    n_units: int
+    replicates: int
+    seed: int
+    family: str
+    dataset: str
+
+    @classmethod
+    def for_family(
+        cls, own: np.ndarray, family: Sequence[np.ndarray], replicates: int, seed: int, family_name: str, dataset: str
+    ) -> Resampling:
+        """`own`, `family`: corpus indices of the documents this model's and each family tokenizer's token file kept."""
+        universe = np.unique(np.concatenate([np.asarray(u, dtype=np.int64) for u in [own, *family]]))
+        return cls(np.searchsorted(universe, own), len(universe), replicates, seed, family_name, dataset)
+
+    def draws(self, replicates: int) -> Any:
+        """Blocks of draw counts of the first `replicates` replicates, [b, n_units] each."""
+        return resample_counts(self.n_units, replicates, self.seed, self.family, self.dataset)
+
+
+@dataclass(frozen=True)
+class RankPairs:
+    """The (document, rank) pairs of a rank array: per pair its row, rank, token count and summed log-prob."""
+
+    row: np.ndarray
+    rank: np.ndarray
+    count: np.ndarray
+    logprob: np.ndarray
+
+    @classmethod
+    def of(cls, row: np.ndarray, arrays: RankArrays, vocab_size: int) -> RankPairs:
+        keys, inverse = np.unique(row.astype(np.int64) * (vocab_size + 1) + arrays.rank, return_inverse=True)
+        return cls(
+            keys // (vocab_size + 1),
+            keys % (vocab_size + 1),
+            np.bincount(inverse).astype(np.float64),
+            np.bincount(inverse, weights=arrays.logprob.astype(np.float64)),
+        )
+
+    def by_row(self, vocab_size: int, n_rows: int) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
+        """Per-document rank histograms and log-prob sums as sparse matrices [|V| + 1, documents]."""
+        shape = (vocab_size + 1, n_rows)
+        return (
+            sparse.csr_matrix((self.count, (self.rank, self.row)), shape=shape),
+            sparse.csr_matrix((self.logprob, (self.rank, self.row)), shape=shape),
+        )
+
+
+def rank_tests(hist: np.ndarray, pairs: RankPairs, n_rows: int) -> tuple[dict[str, RankTest], dict[str, np.ndarray]]:
+    """Fits of the lognormal and each alternative family, Vuong's test of the lognormal against each,
+    and per document the summed pointwise log-likelihood ratio (for its bootstrap interval)."""
+    lognormal = fit_family("lognormal", hist)
+    out = {"lognormal": RankTest(list(lognormal.params), lognormal.loglik_per_token)}
+    per_doc: dict[str, np.ndarray] = {}
+    for name in FAMILIES:
+        alternative = fit_family(name, hist)
+        test = vuong(lognormal, alternative, hist)
+        out[name] = RankTest(list(alternative.params), alternative.loglik_per_token, test.mean_llr, test.z,
+                             test.p_value)  # fmt: skip
+        llr = lognormal.log_pmf - alternative.log_pmf
+        per_doc[f"llr_{name}"] = np.bincount(pairs.row, weights=pairs.count * llr[pairs.rank - 1], minlength=n_rows)
+    return out, per_doc
+
+
+def per_document(arrays: RankArrays, ks: list[int], emergence_k: list[int], emergence_n: list[int]) -> tuple[
+    np.ndarray, dict[str, np.ndarray]
+]:  # fmt: skip
+    """(documents, statistics): every per-document statistic, one row per scored document (token-file order)."""
+    docs, row = np.unique(arrays.doc, return_inverse=True)
+    scored = Scored(arrays.rank, arrays.logprob, row, len(docs), segment_starts(arrays.doc, arrays.pos), ks,
+                    emergence_k, emergence_n)  # fmt: skip
+    return docs, {statistic.name: statistic.per_document(scored) for statistic in document_statistics()}
+
+
+def summarize(
+    arrays: RankArrays,
+    meta: Mapping[str, Any],
+    settings: SummarySettings,
+    resampling: Resampling,
+    info: ModelInfo,
+) -> tuple[Summary, np.ndarray, dict[str, np.ndarray]]:
+    """(summary, rank histogram, bootstrap arrays) of one rank array; `meta` is its sidecar."""
+    vocab_size = int(meta["vocab_size"])
+    if arrays.rank.size == 0:
+        raise ValueError(f"{meta['model']} / {meta['dataset']}: no scored tokens")
+    hist = rank_histogram(arrays.rank, vocab_size)
+    ks = k_grid(vocab_size, settings.k_points_per_decade, settings.k_include)
+    emergence_k = [k for k in settings.emergence_k if k <= vocab_size]
+    emergence_n = list(settings.emergence_N)
+    law_k = [k for k in settings.law_k if k <= vocab_size]
+    docs, stats = per_document(arrays, ks, emergence_k, emergence_n)
+    row = np.searchsorted(docs, arrays.doc)
+    pairs = RankPairs.of(row, arrays, vocab_size)
+    tests, llr = rank_tests(hist, pairs, len(docs))
+    units = resampling.units[docs]
+    keys = (resampling.seed, resampling.family, resampling.dataset)
+    replicates = replicate_totals({**stats, **llr}, units, resampling.n_units, resampling.replicates, *keys)
+    distribution = distribution_statistics(
+        *rank_sums(arrays.rank, arrays.logprob, vocab_size), law_k, settings.truncate
+    )
+    blocks = (b[:, units].astype(np.float64) for b in resampling.draws(settings.distribution_replicates))
+    replicates.update(
+        distribution_replicates(*pairs.by_row(vocab_size, len(docs)), blocks, distribution, law_k, settings.truncate)
+    )
+    sums = {name: value.sum(axis=0) for name, value in stats.items()}
+    run_total, run_hit = sums[RUN_WINDOWS.name], sums[RUN_HITS.name]
+    runs = [
+        RunRate(k, n, int(run_total[j]), float(run_hit[i, j] / run_total[j]) if run_total[j] else float("nan"))
+        for i, k in enumerate(emergence_k)
+        for j, n in enumerate(emergence_n)
+    ]
+    summary = Summary(
+        model=meta["model"],
+        dataset=meta["dataset"],
+        info=info,
+        S=int(meta["S"]),
+        vocab_size=vocab_size,
+        n_tokens=int(arrays.rank.size),
+        n_documents=len(docs),
+        k=ks,
+        sums={name: value.tolist() for name, value in sums.items()},
+        emergence_k=emergence_k,
+        emergence_N=emergence_n,
+        law_k=law_k,
+        distribution=distribution,
+        distribution_replicates=settings.distribution_replicates,
+        truncated=settings.truncate,
+        rank_tests=tests,
+        mean_log_rank=float(np.mean(np.log(arrays.rank.astype(np.float64)))),
+        runs=runs,
+        ties=meta["ties"],
+        rank_sha256=meta[OWN_SHA],
+    )
+    boot = {
+        "units": units,
+        **{f"doc_{k}": v for k, v in {**stats, **llr}.items()},
+        **{f"rep_{k}": v for k, v in replicates.items()},
+    }
+    return summary, hist, boot

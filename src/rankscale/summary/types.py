@@ -1,0 +1,191 @@
+"""A model x dataset summary as a typed result, with its one JSON form and its verified files.
+
+The summary JSON is written last, after the rank histogram and bootstrap files it records the
+checksums of: a summary on disk means all three are complete, and a truncated or replaced
+replicate file is named when it is read, never half-used.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rankscale.atomic import sha256_file, write_json, write_npz
+from rankscale.conjecture import Distribution
+from rankscale.statistics import Totals
+
+MODEL_COLUMNS = ("family", "model", "dataset", "S", "D", "size", "final", "vocab_size", "n_tokens")
+
+
+class SummaryError(ValueError):
+    """A summary file is unreadable or does not match what it records; the message names the file."""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the plan says of a model besides what it scored (`ModelPlan.info`)."""
+
+    family: str
+    D: int | None  # training tokens seen, where known
+    size: str  # the size it is a checkpoint of (its own name for a final model)
+    final: bool  # its size's last checkpoint: laws in S use these only
+
+
+@dataclass(frozen=True)
+class RunRate:
+    """N consecutive scored tokens all inside the top-k: how many windows, and the share that is."""
+
+    k: int
+    N: int
+    n_runs: int
+    empirical: float
+
+
+@dataclass(frozen=True)
+class RankTest:
+    """One family fitted to the rank histogram; against the lognormal, Vuong's test (NaN for the lognormal)."""
+
+    params: list[float]
+    loglik: float  # per token
+    mean_llr: float = float("nan")  # mean log-likelihood ratio, lognormal - this family
+    z: float = float("nan")
+    p_value: float = float("nan")
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Everything downstream needs of one rank array: point totals, histogram statistics, fits, runs."""
+
+    model: str
+    dataset: str
+    info: ModelInfo
+    S: int
+    vocab_size: int
+    n_tokens: int
+    n_documents: int
+    k: list[int]  # the k grid of the `hits` totals
+    sums: dict[str, Any]  # per-document statistics summed over documents, by statistic name
+    emergence_k: list[int]
+    emergence_N: list[int]
+    law_k: list[int]
+    distribution: Distribution
+    distribution_replicates: int  # bootstrap replicates of the histogram statistics
+    truncated: bool  # the lognormal is normalised over 1..|V|
+    rank_tests: dict[str, RankTest]  # "lognormal" and each alternative family
+    mean_log_rank: float
+    runs: list[RunRate]
+    ties: str
+    rank_sha256: str
+    files: dict[str, str] = field(default_factory=dict)  # sha256 of the histogram and replicate files, by kind
+
+    @property
+    def family(self) -> str:
+        return self.info.family
+
+    @property
+    def final(self) -> bool:
+        return self.info.final
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.model, self.dataset
+
+    def totals(self) -> Totals:
+        """The point totals: the summed statistics and the histogram statistics, as metrics read them."""
+        return Totals({**self.sums, **self.distribution.values()})
+
+    def columns(self) -> dict[str, Any]:
+        """The columns every per-model table row starts with (MODEL_COLUMNS)."""
+        values = {**asdict(self.info), "model": self.model, "dataset": self.dataset, "S": self.S,
+                  "vocab_size": self.vocab_size, "n_tokens": self.n_tokens}  # fmt: skip
+        return {name: values[name] for name in MODEL_COLUMNS}
+
+    def run(self, k: int, n: int) -> RunRate:
+        return next(r for r in self.runs if r.k == k and r.N == n)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out.update(
+            info=asdict(self.info),
+            distribution=self.distribution.to_json(),
+            rank_tests={name: asdict(test) for name, test in self.rank_tests.items()},
+            runs=[asdict(r) for r in self.runs],
+        )
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Summary:
+        return cls(
+            **{
+                **data,
+                "info": ModelInfo(**data["info"]),
+                "distribution": Distribution.from_json(data["distribution"]),
+                "rank_tests": {name: RankTest(**test) for name, test in data["rank_tests"].items()},
+                "runs": [RunRate(**r) for r in data["runs"]],
+            }
+        )
+
+
+@dataclass(frozen=True)
+class SummaryPaths:
+    """The three files of one summary: the JSON, the rank histogram and the bootstrap file."""
+
+    summary: Path
+    hist: Path
+    boot: Path
+
+    @classmethod
+    def beside(cls, summary: str | Path) -> SummaryPaths:
+        """results/summary/<model>/<dataset>.json and its .hist.npz and .boot.npz."""
+        path = Path(summary)
+        stem = path.name.removesuffix(".json")
+        return cls(path, path.with_name(f"{stem}.hist.npz"), path.with_name(f"{stem}.boot.npz"))
+
+    def recompute(self) -> str:
+        """What to run when one of the files is broken (Snakemake cannot see it: the files exist)."""
+        return f"delete {self.summary}, {self.hist} and {self.boot}, then rerun snakemake"
+
+
+def write_summary(summary: Summary, hist: np.ndarray, boot: Mapping[str, np.ndarray], paths: SummaryPaths) -> Summary:
+    """Write the histogram and bootstrap files, then the summary recording their checksums (last: it marks completion)."""
+    write_npz(paths.hist, counts=hist)
+    write_npz(paths.boot, **boot)
+    done = Summary(**{**{f.name: getattr(summary, f.name) for f in fields(summary)},
+                      "files": {"hist": sha256_file(paths.hist), "boot": sha256_file(paths.boot)}})  # fmt: skip
+    write_json(paths.summary, done.to_json())
+    return done
+
+
+def read_summary(path: str | Path) -> Summary:
+    try:
+        return Summary.from_json(json.loads(Path(path).read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SummaryError(f"{path}: unreadable summary ({exc}); {SummaryPaths.beside(path).recompute()}") from None
+
+
+def _verified(summary: Summary, paths: SummaryPaths, kind: str) -> Path:
+    path = paths.hist if kind == "hist" else paths.boot
+    recorded = summary.files.get(kind)
+    if recorded is None or not path.exists() or sha256_file(path) != recorded:
+        raise SummaryError(
+            f"{path}: does not match the checksum {paths.summary} records for it (truncated, replaced or missing); "
+            f"{paths.recompute()}"
+        )
+    return path
+
+
+def load_replicates(summary: Summary, paths: SummaryPaths) -> Totals:
+    """The replicate totals of a summary's bootstrap file [B, ...], keyed like its totals; checked first."""
+    with np.load(_verified(summary, paths, "boot")) as data:
+        return Totals({name[4:]: data[name] for name in data.files if name.startswith("rep_")})
+
+
+def load_histogram(summary: Summary, paths: SummaryPaths) -> np.ndarray:
+    """The rank histogram counts[r], r = 0..|V|; checked against the summary first."""
+    with np.load(_verified(summary, paths, "hist")) as data:
+        return data["counts"]

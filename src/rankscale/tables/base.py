@@ -1,0 +1,116 @@
+"""What every table shares: the registry entry, its inputs, typed columns, the bootstrap replicates."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rankscale.bootstrap import interval
+from rankscale.metrics import METRICS
+from rankscale.statistics import Totals
+from rankscale.summary import Summary
+
+INTEGER_COLUMNS = ("k", "D", "versus_k")  # integers that may be missing (a metric without k, a model without D)
+
+
+@dataclass(frozen=True)
+class TableSettings:
+    """The `analysis:` settings tables read (`rankscale.plan.table_settings` gives each table those it
+    declares, so changing one reruns only the tables that read it; the others are None here)."""
+
+    level: float | None  # coverage of the percentile intervals
+    law_k: list[int] | None  # small k whose laws are tested out of sample and derived from the lognormal
+    law_form: str | None  # the fit form behind powerlaw_fits.csv, contrasts, extrapolation and bands
+    forms: list[str] | None  # the forms form_comparison.csv compares
+    refits: int | None  # replicates a form without a closed form is refitted on
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> TableSettings:
+        unknown = set(params) - {f.name for f in fields(cls)}
+        if unknown:
+            raise KeyError(f"table settings {sorted(unknown)} are not fields of TableSettings")
+        return cls(**{f.name: params.get(f.name) for f in fields(cls)})
+
+    def get(self, name: str) -> Any:
+        """A setting the table declared (`Table.settings`); reading an undeclared one is a bug, said so."""
+        value = getattr(self, name)
+        if value is None:
+            raise KeyError(f"this table reads analysis setting {name!r} but does not declare it in Table.settings")
+        return value
+
+
+class Replicates:
+    """Bootstrap replicates of every model x dataset: replicate totals, and metric values from them."""
+
+    def __init__(self, summaries: Sequence[Summary], totals: Sequence[Totals]) -> None:
+        self._k = {s.key: list(s.k) for s in summaries}
+        self.totals = {s.key: t for s, t in zip(summaries, totals, strict=True)}
+        self.metric = cache(self._metric)
+
+    def _metric(self, model: str, dataset: str, name: str) -> np.ndarray:
+        """Replicate values [B, K] (per-k metrics) or [B]."""
+        return METRICS[name].compute(self.totals[(model, dataset)])
+
+    def at(self, model: str, dataset: str, name: str, k: int | None = None) -> np.ndarray:
+        """Replicate values [B] of one metric (at k)."""
+        values = self.metric(model, dataset, name)
+        return values if k is None else values[:, self._k[(model, dataset)].index(int(k))]
+
+
+@dataclass(frozen=True)
+class TableInputs:
+    summaries: list[Summary]
+    settings: TableSettings
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)  # the tables this one needs, by name
+    replicates: Replicates | None = None
+
+    @property
+    def level(self) -> float:
+        return float(self.settings.get("level"))
+
+    def needed(self) -> Replicates:
+        """The replicates, which a table marked `replicates=True` always gets."""
+        assert self.replicates is not None, "this table reads bootstrap replicates"
+        return self.replicates
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str  # results/tables/<name>.csv
+    build: Callable[[TableInputs], pd.DataFrame]
+    caption: str  # reStructuredText, shown in the Snakemake report
+    needs: tuple[str, ...] = ()  # tables it is built from
+    settings: tuple[str, ...] = ()  # the TableSettings it reads
+    summaries: bool = True  # reads every model x dataset summary
+    replicates: bool = False  # reads every summary's bootstrap replicates
+
+
+def typed(df: pd.DataFrame) -> pd.DataFrame:
+    """Integer columns that may be missing as nullable integers, as every table writes and reads them."""
+    for column in INTEGER_COLUMNS:
+        if column in df:
+            df[column] = df[column].astype("Int64")
+    return df
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """A table as written (full precision, read back bit for bit; k and D as nullable integers).
+
+    A table with no rows (e.g. fits in D when no model has checkpoints) reads back empty.
+    """
+    try:
+        return pd.read_csv(path, dtype=dict.fromkeys(INTEGER_COLUMNS, "Int64"))
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+
+
+def with_intervals(value: float, samples: np.ndarray, level: float, name: str) -> dict[str, float]:
+    """`name`, `name_ci_low`, `name_ci_high`: a value and the percentile interval of its replicates."""
+    low, high = interval(samples, level, value)
+    return {name: value, f"{name}_ci_low": float(low), f"{name}_ci_high": float(high)}

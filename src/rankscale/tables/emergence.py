@@ -1,0 +1,186 @@
+"""Emergence: N consecutive tokens all inside the top-k, measured, predicted and fitted as a law."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rankscale.bootstrap import interval, p_value
+from rankscale.conjecture import markov_run_rate
+from rankscale.laws import FitForm, Points
+from rankscale.metrics import METRICS
+from rankscale.statistics import PAIRS_BOTH_HIT, PAIRS_PREV_HIT, RUN_HITS, RUN_WINDOWS
+from rankscale.summary import Summary
+from rankscale.tables.base import Replicates, Table, TableInputs, with_intervals
+from rankscale.tables.distribution import finals_of
+from rankscale.tables.laws import law_form
+from rankscale.tables.selection import LawKey
+
+RBP = METRICS["rbp"]
+
+
+def emergence_table(
+    summaries: Iterable[Summary], fits: pd.DataFrame, replicates: Replicates | None, level: float, form: FitForm
+) -> pd.DataFrame:
+    """Per model x dataset x k x N: the empirical rate of N-token runs inside the top-k, what independent
+    positions predict (RBP_k^N), what a first-order Markov chain of hits predicts, and the fitted law
+    exp(-N y(S)) of -log RBP_k; intervals from the document bootstrap."""
+    rows = []
+    for s in summaries:
+        totals = s.totals()
+        value = dict(zip(s.k, RBP.compute(totals), strict=True))
+        for run in s.runs:
+            i = s.emergence_k.index(run.k)
+            fit = LawKey(s.family, s.dataset, RBP.law, run.k).select(fits, form) if s.final else None  # laws in S
+            predicted = float(value[run.k]) ** run.N
+            markov = float(markov_run_rate(value[run.k], totals[PAIRS_PREV_HIT][i], totals[PAIRS_BOTH_HIT][i], run.N))
+            # -log p_{N,k} = N y(S): the sequence law the paper derives from -log RBP_k = y(S), of the same form
+            sequence = form.scaled(fit.law, run.N) if fit else None
+            fitted = math.exp(-float(form.predict(sequence, Points.of(s.S))[0])) if sequence else math.nan
+            row = {
+                **{c: v for c, v in s.columns().items() if c not in ("vocab_size", "n_tokens")},
+                "k": run.k,
+                "N": run.N,
+                "empirical": run.empirical,
+                "predicted": predicted,
+                "markov": markov,
+                "fitted": fitted,
+                "ratio_empirical_independent": run.empirical / predicted if predicted > 0 else math.nan,
+                "n_runs": run.n_runs,
+            }
+            if replicates is not None:
+                row.update(_run_intervals(s, row, replicates, level))
+            rows.append(row)
+    return pd.DataFrame(rows).sort_values(["family", "dataset", "k", "N", "S"], kind="stable").reset_index(drop=True)
+
+
+def run_replicates(s: Summary, k: int, n: int, replicates: Replicates) -> dict[str, np.ndarray]:
+    """Replicates [B] of the empirical, independent and Markov N-run rates of one model x dataset at (k, N)."""
+    totals = replicates.totals[s.key]
+    i, j = s.emergence_k.index(k), s.emergence_N.index(n)
+    rbp = replicates.at(s.model, s.dataset, RBP.name, k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {
+            "empirical": totals[RUN_HITS][:, i, j] / totals[RUN_WINDOWS][:, j],
+            "predicted": rbp**n,
+            "markov": markov_run_rate(rbp, totals[PAIRS_PREV_HIT][:, i], totals[PAIRS_BOTH_HIT][:, i], n),
+        }
+
+
+def _run_intervals(s: Summary, row: dict[str, Any], replicates: Replicates, level: float) -> dict[str, float]:
+    """Intervals of a row of the emergence table (its rates at its k and N, and their ratio)."""
+    samples = run_replicates(s, row["k"], row["N"], replicates)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        samples["ratio_empirical_independent"] = samples["empirical"] / samples["predicted"]
+    out: dict[str, float] = {}
+    for name, values in samples.items():
+        low, high = interval(values, level, row[name])
+        out.update({f"{name}_ci_low": float(low), f"{name}_ci_high": float(high)})
+    return out
+
+
+def emergence_laws_table(
+    summaries: Sequence[Summary], fits: pd.DataFrame, replicates: Replicates, level: float, form: FitForm,
+    refits: int,
+) -> pd.DataFrame:  # fmt: skip
+    """The paper's claim -log p_{N,k} = N C S^-alpha tested on the measured run rates: per family x dataset
+    x k x N, the law fitted to -log(empirical N-run rate), its exponent against alpha_k of -log RBP_k
+    (paired-bootstrap interval of the difference, p-value), and C_N / (N C)."""
+    exponent = form.exponent
+    groups: dict[tuple[str, str], list[Summary]] = {}
+    for s in summaries:
+        groups.setdefault((s.family, s.dataset), []).append(s)
+    rows = []
+    for (family, dataset), group in sorted(groups.items()):
+        group = sorted(group, key=lambda s: s.S)
+        points = Points.of([s.S for s in group])
+        first = group[0]
+        for k in first.emergence_k:
+            fit_k = LawKey(family, dataset, RBP.law, k).select(fits, form)
+            if fit_k is None or exponent is None or any(k not in s.emergence_k for s in group):
+                continue
+            with np.errstate(divide="ignore"):
+                rbp_reps = RBP.to_law(np.stack([replicates.at(s.model, s.dataset, RBP.name, k) for s in group], axis=1))
+            alpha_k = form.fit_replicates(points, rbp_reps, fit_k.law, refits)[exponent]
+            for n in first.emergence_N:
+                observed = np.array([s.run(k, n).empirical for s in group])
+                row: dict[str, Any] = {"family": family, "dataset": dataset, "k": k, "N": n, "n_models": len(group)}
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    y = -np.log(observed)
+                if not np.all((y > 0) & np.isfinite(y)) or len(np.unique(points.S)) < 2:
+                    rows.append({**row, "note": "a run rate of 0 or 1 (or one size): no power law in log space"})
+                    continue
+                law = form.fit(points, y)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    samples = -np.log(
+                        np.stack([run_replicates(s, k, n, replicates)["empirical"] for s in group], axis=1)
+                    )
+                alpha_n = form.fit_replicates(points, samples, law, refits)[exponent]
+                point = law.row()[exponent] - fit_k.value(exponent)
+                difference = alpha_n - alpha_k
+                low, high = interval(difference, level, point)
+                rows.append(
+                    {
+                        **row,
+                        **with_intervals(law.row()[exponent], alpha_n, level, "alpha_runs"),
+                        "alpha_k": fit_k.value(exponent),
+                        "difference": point,
+                        "difference_ci_low": float(low),
+                        "difference_ci_high": float(high),
+                        "p_value": p_value(difference),
+                        "C_runs": law.row().get("C", math.nan),
+                        "C_ratio": law.row().get("C", math.nan) / (n * fit_k.record.get("C", math.nan)),
+                        "r2": law.row()["r2"],
+                        "note": "",
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def _form(inputs: TableInputs) -> FitForm:
+    return law_form(inputs)
+
+
+TABLES = [
+    Table(
+        name="emergence",
+        build=lambda inputs: emergence_table(
+            inputs.summaries, inputs.tables["powerlaw_fits"], inputs.replicates, inputs.level, _form(inputs)
+        ),
+        needs=("powerlaw_fits",),
+        replicates=True,
+        settings=("level", "law_form"),
+        caption=(
+            "Emergence: for a task needing N consecutive tokens inside the top-k, ``empirical`` is the measured "
+            "fraction of N-token runs (consecutive scored tokens of one document; ``n_runs`` of them) that lie "
+            "entirely inside the top-k; ``predicted`` = RBP_k^N assumes independent positions; ``markov`` = "
+            "RBP_k · P(hit | previous hit)^(N-1) a first-order Markov chain of hits; ``fitted`` = "
+            "exp(-N C S^-alpha) from the power-law fit; ``ratio_empirical_independent`` how far independence is "
+            "off. Intervals: document bootstrap, percentile."
+        ),
+    ),
+    Table(
+        name="emergence_laws",
+        build=lambda inputs: emergence_laws_table(
+            finals_of(inputs.summaries),
+            inputs.tables["powerlaw_fits"],
+            inputs.needed(),
+            inputs.level,
+            _form(inputs),
+            int(inputs.settings.get("refits")),
+        ),
+        needs=("powerlaw_fits",),
+        replicates=True,
+        settings=("level", "law_form", "refits"),
+        caption=(
+            "The paper's emergence law -log p_{N,k} = N C S^-alpha tested on measured run rates: per family, "
+            "dataset, k and N, the power law fitted to -log(empirical N-run rate), its exponent "
+            "``alpha_runs`` against ``alpha_k`` of -log RBP_k (``difference`` with its paired-bootstrap interval "
+            "and p-value), and ``C_ratio`` = C_runs / (N C), 1 if positions were independent."
+        ),
+    ),
+]

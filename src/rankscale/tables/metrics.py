@@ -1,0 +1,53 @@
+"""metrics.csv: every metric of every model on every dataset, with its bootstrap interval."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rankscale.bootstrap import interval
+from rankscale.metrics import METRICS
+from rankscale.summary import Summary
+from rankscale.tables.base import Replicates, Table, typed
+
+
+def metrics_table(summaries: Iterable[Summary], replicates: Replicates | None, level: float) -> pd.DataFrame:
+    """One row per (model, dataset, metric[, k]) for every metric of `METRICS`, with its interval."""
+    rows = []
+    for s in summaries:
+        base = s.columns()
+        totals = s.totals()
+        for metric in METRICS.values():
+            values = np.atleast_1d(metric.compute(totals))
+            ks: list[Any] = list(s.k) if metric.per_k else [pd.NA]
+            if replicates is not None:
+                reps = replicates.metric(s.model, s.dataset, metric.name).reshape(-1, len(ks))
+                low, high = interval(reps, level, values)
+            else:
+                low = high = np.full(len(ks), math.nan)
+            for k, v, lo, hi in zip(ks, values, low, high, strict=True):
+                rows.append({**base, "metric": metric.name, "k": k, "value": float(v), "ci_low": lo, "ci_high": hi})
+    df = typed(pd.DataFrame(rows))
+    return df.sort_values(["family", "dataset", "metric", "k", "S", "D"], kind="stable").reset_index(drop=True)
+
+
+TABLES = [
+    Table(
+        name="metrics",
+        build=lambda inputs: metrics_table(inputs.summaries, inputs.replicates, inputs.level),
+        replicates=True,
+        settings=("level",),
+        caption=(
+            "Tidy metrics: one row per model, dataset and metric. ``metric = rbp`` rows give RBP_k "
+            "(fraction of scored tokens whose correct token ranks <= k) on a log-spaced k grid from 1 to "
+            "the vocabulary size; ``metric = ce`` rows give the cross-entropy in nats. S is the number of "
+            "non-embedding parameters; n_tokens the number of scored tokens. ``ci_low``, ``ci_high``: "
+            "percentile interval (``analysis.bootstrap.level``) of a bootstrap over documents (tokens of one "
+            "document are correlated, so documents, not tokens, are resampled)."
+        ),
+    ),
+]

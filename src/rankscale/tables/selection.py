@@ -1,0 +1,79 @@
+"""Rows of the metrics and fits tables selected by what they are of: one way to pick a law's rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rankscale.laws import FitForm, FittedLaw
+from rankscale.metrics import Metric, metric_for_law
+
+
+def select(frame: pd.DataFrame, **match: Any) -> pd.DataFrame:
+    """The rows of `frame` whose columns equal `match`; a None value matches a missing one (a metric without k)."""
+    keep = pd.Series(True, index=frame.index)
+    for column, value in match.items():
+        keep &= frame[column].isna() if value is None else frame[column] == value
+    return frame[keep]
+
+
+def finals(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The rows of each size's final model: the laws in S are fitted over these (checkpoints are D's)."""
+    return metrics[metrics["final"].astype(bool)]
+
+
+def optional_int(value: Any) -> int | None:
+    """A k (or D) as read from a table: None where missing."""
+    return None if pd.isna(value) else int(value)
+
+
+@dataclass(frozen=True)
+class LawKey:
+    """One fitted quantity: a law (e.g. 'neg_log_rbp', 'ce') of a family on a dataset, at k if it has one."""
+
+    family: str
+    dataset: str
+    law: str
+    k: int | None = None
+
+    @property
+    def metric(self) -> Metric:
+        return metric_for_law(self.law)
+
+    def points(self, metrics: pd.DataFrame) -> pd.DataFrame:
+        """The metrics rows this law is fitted to: the family's final models on the dataset (at k), by S."""
+        rows = select(finals(metrics), family=self.family, dataset=self.dataset, metric=self.metric.name, k=self.k)
+        return rows.sort_values("S", kind="stable")
+
+    def select(self, fits: pd.DataFrame, form: FitForm, **more: Any) -> LawFit | None:
+        """This law's row of a fits table (fitted as `form`; `more` narrows further, e.g. size=), if it was fitted."""
+        if fits.empty:
+            return None
+        rows = select(fits, family=self.family, dataset=self.dataset, metric=self.law, k=self.k, **more)
+        return LawFit.of(rows.iloc[0], form) if len(rows) and not rows["note"].fillna("").iloc[0] else None
+
+
+@dataclass(frozen=True)
+class LawFit:
+    """A fitted row of powerlaw_fits.csv, read back: its form, the law and the parameters' intervals."""
+
+    form: FitForm
+    law: FittedLaw
+    record: dict[str, Any]
+
+    @classmethod
+    def of(cls, row: pd.Series, form: FitForm) -> LawFit:
+        return cls(form, form.from_row(row), row.to_dict())
+
+    def value(self, parameter: str) -> float:
+        return float(self.record[parameter])
+
+    def interval(self, parameter: str) -> tuple[float, float]:
+        """The percentile interval of a parameter (NaN where the table has none)."""
+        return (
+            float(self.record.get(f"{parameter}_ci_low", np.nan)),
+            float(self.record.get(f"{parameter}_ci_high", np.nan)),
+        )

@@ -1,0 +1,141 @@
+"""Scaling in training tokens D: a power law in D per size, and the joint law in (S, D)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rankscale.laws import FORMS, Points, PowerLaw, fit_power_law
+from rankscale.metrics import METRICS
+from rankscale.tables.base import Replicates, Table, typed, with_intervals
+from rankscale.tables.laws import GROUP, law_replicates
+
+JOINT = FORMS["joint"]
+
+
+def tokens_groups(metrics: pd.DataFrame, ks: Sequence[int]) -> Iterable[tuple[tuple[Any, ...], pd.DataFrame]]:
+    """Rows with a known D of CE and of RBP_k at `ks`, grouped by (family, dataset, metric, k)."""
+    ce = metrics["metric"] == "ce"
+    rbp = (metrics["metric"] == "rbp") & metrics["k"].isin(list(ks))
+    known = metrics[metrics["D"].notna() & (ce | rbp)]
+    return known.groupby(GROUP, dropna=False, sort=True)
+
+
+def data_fits_table(metrics: pd.DataFrame, replicates: Replicates, ks: Sequence[int], level: float) -> pd.DataFrame:
+    """Per size: the power law in training tokens, y = C D^-beta, over its checkpoints (CE and -log RBP_k at
+    `ks`), with intervals from refitting on every bootstrap replicate."""
+    rows = []
+    for (family, dataset, name, k), frame in tokens_groups(metrics, ks):
+        metric = METRICS[name]
+        for size, group in frame.groupby("size", sort=True):
+            if group["D"].nunique() < 2:
+                continue  # a size without checkpoints has no law in D
+            group = group.sort_values("D", kind="stable")
+            tokens = group["D"].to_numpy(dtype=np.float64)
+            y = metric.to_law(group["value"].to_numpy(dtype=np.float64))
+            row: dict[str, Any] = {
+                "family": family,
+                "size": size,
+                "S": int(group["S"].iloc[-1]),
+                "dataset": dataset,
+                "metric": metric.law,
+                "k": k,
+                "n_checkpoints": len(group),
+                "D_min": int(tokens.min()),
+                "D_max": int(tokens.max()),
+            }
+            try:
+                law = fit_power_law(tokens, y)  # the power law, in D instead of S
+            except ValueError as exc:
+                rows.append({**row, "note": str(exc)})
+                continue
+            reps = PowerLaw.fit_replicates(Points.of(tokens), law_replicates(group, replicates))
+            row.update(with_intervals(law.alpha, reps["alpha"], level, "beta"))
+            row.update(with_intervals(law.C, reps["C"], level, "C"))
+            row.update(with_intervals(law.r2, reps["r2"], level, "r2"))
+            rows.append({**row, "note": ""})
+    return typed(pd.DataFrame(rows))
+
+
+def joint_fits_table(
+    metrics: pd.DataFrame, replicates: Replicates, ks: Sequence[int], level: float, refits: int
+) -> pd.DataFrame:
+    """y = E + A S^-alpha + B D^-beta over every size and checkpoint (Hoffmann et al.'s Approach 3), per
+    family x dataset x metric: parameters with intervals from `refits` bootstrap refits (each started at the
+    full-data fit), and the law's error on the held-out corner, the largest S at the largest D."""
+    rows = []
+    for (family, dataset, name, k), group in tokens_groups(metrics, ks):
+        if group["D"].nunique() < 2:
+            continue  # no checkpoints: nothing to fit in D
+        metric = METRICS[name]
+        size, tokens = group["S"].to_numpy(dtype=np.float64), group["D"].to_numpy(dtype=np.float64)
+        points = Points.of(size, tokens)
+        y = metric.to_law(group["value"].to_numpy(dtype=np.float64))
+        row: dict[str, Any] = {"family": family, "dataset": dataset, "metric": metric.law, "k": k,
+                               "n_points": len(group)}  # fmt: skip
+        try:
+            law = JOINT.fit(points, y)
+        except ValueError as exc:
+            rows.append({**row, "note": str(exc)})
+            continue
+        refitted = JOINT.fit_replicates(points, law_replicates(group, replicates), law, refits)
+        for p, value in law.row().items():
+            row.update(with_intervals(value, refitted[p], level, p))
+        residual = np.log(y) - np.log(JOINT.predict(law, points))
+        corner = (size == size.max()) & (tokens == tokens[size == size.max()].max())
+        held = {"corner_model": group["model"].to_numpy()[corner][0], "corner_observed": float(y[corner][0])}
+        try:
+            without = JOINT.fit(points.take(~corner), y[~corner])
+            held["corner_predicted"] = float(JOINT.predict(without, points.take(corner))[0])
+            held["corner_rel_error"] = held["corner_predicted"] / held["corner_observed"] - 1
+        except ValueError as exc:
+            held["corner_note"] = str(exc)
+        refit_count = len(next(iter(refitted.values())))
+        rows.append(
+            {**row, "rmse_log": float(np.sqrt(np.mean(residual**2))), "refits": refit_count, **held, "note": ""}
+        )
+    return typed(pd.DataFrame(rows))
+
+
+TABLES = [
+    Table(
+        name="data_fits",
+        build=lambda inputs: data_fits_table(
+            inputs.tables["metrics"], inputs.needed(), inputs.settings.get("law_k"), inputs.level
+        ),
+        needs=("metrics",),
+        summaries=False,
+        replicates=True,
+        settings=("level", "law_k"),
+        caption=(
+            "Scaling in training tokens: per size (its checkpoints, each with the training tokens D it has "
+            "seen), the power law y = C D^-beta of cross-entropy and of -log RBP_k at ``analysis.law_k``, by "
+            "least squares in log-log space, with intervals from refitting on every bootstrap replicate. Empty "
+            "when no model declares D (``ladder.train.checkpoints``, or ``D`` on model entries)."
+        ),
+    ),
+    Table(
+        name="joint_fits",
+        build=lambda inputs: joint_fits_table(
+            inputs.tables["metrics"],
+            inputs.needed(),
+            inputs.settings.get("law_k"),
+            inputs.level,
+            int(inputs.settings.get("refits")),
+        ),
+        needs=("metrics",),
+        summaries=False,
+        replicates=True,
+        settings=("level", "law_k", "refits"),
+        caption=(
+            "Size and training tokens together: y = E + A S^-alpha + B D^-beta over every size and checkpoint, "
+            "fitted as Hoffmann et al. 2022's Approach 3 (Huber loss, delta 1e-3, on log y; L-BFGS from a grid "
+            "of starts). Intervals: the law refitted on the first ``analysis.bootstrap.refits`` bootstrap "
+            "replicates (``refits``), each started at the full-data fit. ``corner_*``: the law fitted without the "
+            "largest size at its largest D predicts that point; ``rmse_log``: the fit's error in log space."
+        ),
+    ),
+]
