@@ -1,8 +1,8 @@
 """Aggregation: from rank arrays of 10^6 tokens per model to the tables and fits, with and without the bootstrap.
 
 Six synthetic models x 10^6 tokens (|V| = 50,277, Pythia's vocabulary; ranks drawn from a discrete
-lognormal whose mu falls with size, ~2000 documents each), the analysis settings of
-config/config.yaml (schema defaults filled in). Each entry of `STEPS` is timed, rounds interleaved:
+lognormal whose mu falls with size, ~2000 documents each), the analysis settings the workflow runs
+config/config.yaml with (`rankscale.plan.summary_settings` and `table_settings`: the same k grid). Each entry of `STEPS` is timed, rounds interleaved:
 `summarize` per model without the bootstrap (replicates 0) and with it (B = 1000 replicate totals,
 200 replicate rank histograms), then every table of `rankscale.tables.TABLES` from the
 bootstrapped summaries. Targets: one model's 10^6 tokens summarized plus every table in under
@@ -17,7 +17,7 @@ call (per model, or once with model None) and may leave results in `data` for la
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import harness
@@ -26,9 +26,11 @@ import yaml
 
 from rankscale.config import validate
 from rankscale.lognormal import sample_discrete_lognormal
+from rankscale.plan import summary_settings, table_settings
 from rankscale.rankfile import RankArrays
-from rankscale.summary import Resampling, summarize
-from rankscale.tables import TABLES, Replicates, build_table
+from rankscale.statistics import Totals
+from rankscale.summary import ModelInfo, Resampling, Summary, SummarySettings, summarize
+from rankscale.tables import TABLES, Replicates, TableSettings, build_table
 
 VOCAB = 50277
 
@@ -39,10 +41,17 @@ class Data:
 
     arrays: list[RankArrays]
     metas: list[dict[str, Any]]
-    analysis: dict[str, Any]
-    summaries: dict[int, dict[str, Any]] = field(default_factory=dict)
-    replicates: dict[int, dict[str, Any]] = field(default_factory=dict)
+    config: dict[str, Any]  # validated: every default filled in
+    summaries: dict[int, Summary] = field(default_factory=dict)
+    replicates: dict[int, Totals] = field(default_factory=dict)
     tables: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def settings(self) -> SummarySettings:
+        return SummarySettings.from_params(summary_settings(self.config))
+
+    def info(self, i: int) -> ModelInfo:
+        return ModelInfo("synthetic", None, f"m{i}", True)
 
     def resampling(self, i: int, replicates: int) -> Resampling:
         n_docs = int(self.arrays[i].doc.max()) + 1
@@ -60,26 +69,23 @@ class Step:
 
 def _summarize_without_bootstrap(data: Data, i: int | None) -> None:
     assert i is not None
-    analysis = {
-        **data.analysis,
-        "bootstrap": {**data.analysis["bootstrap"], "replicates": 0},
-        "lognormal": {**data.analysis["lognormal"], "replicates": 0},
-    }
-    summarize(data.arrays[i], data.metas[i], analysis, data.resampling(i, 0))
+    settings = replace(data.settings, replicates=0, distribution_replicates=0)
+    summarize(data.arrays[i], data.metas[i], settings, data.resampling(i, 0), data.info(i))
 
 
 def _summarize(data: Data, i: int | None) -> None:
     assert i is not None
+    settings = data.settings
     summary, _, boot = summarize(
-        data.arrays[i], data.metas[i], data.analysis, data.resampling(i, data.analysis["bootstrap"]["replicates"])
+        data.arrays[i], data.metas[i], settings, data.resampling(i, settings.replicates), data.info(i)
     )
     data.summaries[i] = summary
-    data.replicates[i] = {name[4:]: v for name, v in boot.items() if name.startswith("rep_")}
+    data.replicates[i] = Totals({name[4:]: v for name, v in boot.items() if name.startswith("rep_")})
 
 
 def _table(name: str) -> Callable[[Data, int | None], None]:
     def run(data: Data, _: int | None) -> None:
-        settings = {k: data.analysis[k] for k in TABLES[name].settings}
+        settings = TableSettings.from_params(table_settings(data.config, name))
         order = sorted(data.summaries)
         summaries = [data.summaries[i] for i in order]
         replicates = Replicates(summaries, [data.replicates[i] for i in order])
@@ -137,7 +143,7 @@ def build(tokens: int, models: int) -> Data:
         {"vocab_size": VOCAB, "model": f"m{i}", "dataset": "synthetic", "S": int(s), "ties": "ge", "sha256": "0" * 64}
         for i, s in enumerate(sizes)
     ]
-    return Data(arrays, metas, dict(config["analysis"]))
+    return Data(arrays, metas, config)
 
 
 def main(argv: list[str] | None = None) -> str:

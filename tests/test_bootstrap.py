@@ -15,10 +15,21 @@ import pandas as pd
 import pytest
 
 from rankscale.bootstrap import interval, p_value, replicate_totals, resample_counts, spread_to_noise
-from rankscale.laws import compare_forms, fit_power_law, fit_power_law_replicates
+from rankscale.laws import FORMS, Points, PowerLaw, compare_forms, fit_power_law
 from rankscale.plots.common import FigureData
 from rankscale.plots.laws import fig_extrapolation
-from rankscale.tables import Replicates, contrasts_table, extrapolation_table, fits_table, metrics_table
+from rankscale.statistics import Totals
+from rankscale.tables import Replicates
+from rankscale.tables.laws import contrasts_table, extrapolation_table, fits_table
+from rankscale.tables.metrics import metrics_table
+from tests.synthetic import summary
+
+POWER_LAW = FORMS["power_law"]
+
+
+def fit_power_law_replicates(size: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+    return PowerLaw.fit_replicates(Points.of(size), y)
+
 
 SIMULATIONS = 200
 SIZES = np.array([1e5, 4e5, 1.6e6, 6.4e6, 2.56e7])
@@ -129,29 +140,18 @@ def synthetic_family(rbp: dict[int, np.ndarray], ce: np.ndarray, replicates: int
     rng = np.random.default_rng(0)
     for m, size in enumerate(SIZES):
         hits = [rbp[k][m] * n for k in ks]
-        summaries.append(
-            {
-                "family": "f",
-                "model": f"m{m}",
-                "dataset": "d",
-                "S": int(size),
-                "D": None,
-                "size": f"m{m}",
-                "final": True,
-                "vocab_size": 1000,
-                "n_tokens": n,
-                "k": ks,
-                "totals": {"n": n, "sum_logprob": -ce[m] * n, "hits": hits, **histogram_statistics(size)},
-            }
-        )
+        sums = {"n": n, "sum_logprob": -ce[m] * n, "hits": hits}
+        summaries.append(summary(f"m{m}", int(size), sums, ks, histogram=histogram_statistics(size)))
         jitter = 1 + noise * rng.normal(size=(replicates, 1))
         totals.append(
-            {
-                "n": np.full(replicates, float(n)),
-                "sum_logprob": np.full(replicates, -ce[m] * n) * jitter[:, 0],
-                "hits": np.tile(hits, (replicates, 1)) * np.minimum(jitter, 1 / max(rbp[k][m] for k in ks)),
-                **{name: np.full(replicates, v) * jitter[:, 0] for name, v in histogram_statistics(size).items()},
-            }
+            Totals(
+                {
+                    "n": np.full(replicates, float(n)),
+                    "sum_logprob": np.full(replicates, -ce[m] * n) * jitter[:, 0],
+                    "hits": np.tile(hits, (replicates, 1)) * np.minimum(jitter, 1 / max(rbp[k][m] for k in ks)),
+                    **{name: np.full(replicates, v) * jitter[:, 0] for name, v in histogram_statistics(size).items()},
+                }
+            )
         )
     return summaries, Replicates(summaries, totals)
 
@@ -161,7 +161,7 @@ def test_extrapolation_is_exact_on_noise_free_laws() -> None:
     ce = 7.0 * SIZES**-0.05
     summaries, replicates = synthetic_family(rbp, ce)
     metrics = metrics_table(summaries, replicates, 0.95)
-    table = extrapolation_table(metrics, replicates, [1, 10], 0.95)
+    table = extrapolation_table(metrics, replicates, [1, 10], 0.95, POWER_LAW, 0)
     assert set(table["n_fit"]) == {3, 4}  # all but the largest, and all but the two largest (5 sizes)
     assert len(table) == 3 * (1 + 2)  # 3 quantities x (1 + 2 held-out sizes)
     np.testing.assert_allclose(table["predicted"], table["observed"], rtol=1e-9)
@@ -175,12 +175,15 @@ def test_extrapolation_figure_draws_when_no_size_can_be_held_out(tmp_path: Path)
     rbp = {1: np.exp(-3.0 * SIZES**-0.1)}
     ce = 7.0 * SIZES**-0.05
     summaries, replicates = synthetic_family(rbp, ce)
-    two = [s for s in summaries if s["model"] in ("m0", "m1")]
+    two = [s for s in summaries if s.model in ("m0", "m1")]
     metrics = metrics_table(two, replicates, 0.95)
-    table = extrapolation_table(metrics, replicates, [1], 0.95)
+    table = extrapolation_table(metrics, replicates, [1], 0.95, POWER_LAW, 0)
     assert table.empty
     png = tmp_path / "fig9.png"
-    fig_extrapolation(FigureData(tables={"extrapolation": table}, datasets=["d"], models=["m0", "m1"]), {}, png)
+    data = FigureData(
+        tables={"extrapolation": table}, datasets=["d"], models=["m0", "m1"], form=None, level=None, refits=None
+    )
+    fig_extrapolation(data, {}, png)
     assert png.stat().st_size > 0 and png.with_suffix(".pdf").stat().st_size > 0
 
 
@@ -191,15 +194,15 @@ def test_fit_intervals_contrasts_and_snr_on_a_noisy_family() -> None:
     summaries, replicates = synthetic_family(rbp, ce, replicates=400, noise=0.002)
     metrics = metrics_table(summaries, replicates, 0.95)
     assert ((metrics["ci_low"] <= metrics["value"]) & (metrics["value"] <= metrics["ci_high"])).all()
-    fits = fits_table(metrics, "power_law", replicates, 0.95)
+    fits = fits_table(metrics, POWER_LAW, replicates, 0.95, 0)
     assert ((fits["alpha_ci_low"] <= fits["alpha"]) & (fits["alpha"] <= fits["alpha_ci_high"])).all()
     assert (fits["snr"] > 3).all()  # sizes far apart relative to the jitter
-    noisier = fits_table(metrics, "power_law", synthetic_family(rbp, ce, replicates=400, noise=0.02)[1], 0.95)
+    noisier = fits_table(metrics, POWER_LAW, synthetic_family(rbp, ce, replicates=400, noise=0.02)[1], 0.95, 0)
     ce_rows = fits["metric"] == "ce"
     assert noisier["snr"][ce_rows].item() == pytest.approx(
         fits["snr"][ce_rows].item() / 10, rel=0.1
     )  # ten times the noise
-    contrasts = contrasts_table(metrics, fits, replicates, 0.95).set_index("k")
+    contrasts = contrasts_table(metrics, fits, replicates, 0.95, POWER_LAW, 0).set_index("k")
     assert contrasts.loc[1, "difference"] == pytest.approx(0.0, abs=1e-9)
     assert contrasts.loc[1, "ci_low"] <= 0 <= contrasts.loc[1, "ci_high"] and contrasts.loc[1, "p_value"] > 0.05
     assert contrasts.loc[10, "difference"] == pytest.approx(0.25, abs=1e-9) and contrasts.loc[10, "p_value"] < 0.01
@@ -211,15 +214,16 @@ def test_form_comparison_picks_the_form_the_data_have() -> None:
     noise = np.exp(rng.normal(0, 0.003, sizes.size))
     with_floor = (0.5 + 30 * sizes**-0.3) * noise
     without = 3.0 * sizes**-0.1 * noise
+    both = [FORMS["power_law"], FORMS["offset_power_law"]]
     pick = {
-        name: next(r["form"] for r in compare_forms(sizes, y, ["power_law", "offset_power_law"]) if r["preferred"])
+        name: next(r["form"] for r in compare_forms(Points.of(sizes), y, both) if r["preferred"])
         for name, y in (("floor", with_floor), ("pure", without))
     }
     assert pick == {"floor": "offset_power_law", "pure": "power_law"}
-    floor = next(r for r in compare_forms(sizes, with_floor, ["offset_power_law"]))
+    floor = next(r for r in compare_forms(Points.of(sizes), with_floor, [FORMS["offset_power_law"]]))
     assert floor["E"] == pytest.approx(0.5, rel=0.1) and floor["alpha"] == pytest.approx(0.3, rel=0.1)
     # three sizes cannot support a three-parameter law plus its noise: the simpler one wins
-    rows = compare_forms(sizes[:3], with_floor[:3], ["power_law", "offset_power_law"])
+    rows = compare_forms(Points.of(sizes[:3]), with_floor[:3], both)
     assert [r["preferred"] for r in rows] == [True, False] and math.isinf(rows[1]["aicc"])
 
 

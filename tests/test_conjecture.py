@@ -19,8 +19,8 @@ from rankscale.lognormal import (
     pmf,
     sample_discrete_lognormal,
 )
-from rankscale.metrics import hit_pairs, rank_histogram, run_windows, segment_starts
 from rankscale.rankdist import FAMILIES, fit_family, vuong
+from rankscale.statistics import hit_pairs, rank_histogram, run_windows, segment_starts
 
 
 @pytest.mark.parametrize(("mu", "sigma", "vocab"), [(1.0, 1.0, 4096), (2.5, 2.0, 50277), (4.0, 3.0, 4096)])
@@ -104,7 +104,7 @@ def test_degenerate_ranks_give_a_note_not_the_starting_point() -> None:
     with pytest.raises(DegenerateRanks, match="every scored token has rank 1"):
         fit_lognormal(hist)
     stats = distribution_statistics(hist, -0.1 * hist, [1, 10], truncate=True)
-    assert math.isnan(stats["mu"]) and "rank 1" in stats["note"] and stats["ee"] == 0.0
+    assert math.isnan(stats.mu) and "rank 1" in stats.note and stats.ee == 0.0
 
 
 def test_untruncated_fit_is_the_authors_option() -> None:
@@ -174,7 +174,7 @@ def test_one_step_replicates_match_full_refits() -> None:
     assert spread > 0.005
     for b, weights in enumerate(np.concatenate(blocks)[:8]):
         hist = np.asarray(counts @ weights).ravel()
-        full = fit_lognormal(hist, start=(point["mu"], point["sigma"]))
+        full = fit_lognormal(hist, start=(point.mu, point.sigma))
         assert abs(full.mu - reps["mu"][b]) < 0.1 * spread and abs(full.sigma - reps["sigma"][b]) < 0.1 * np.std(
             reps["sigma"]
         )
@@ -187,6 +187,7 @@ def test_emergence_figure_draws_a_panel_where_no_run_rate_is_positive(tmp_path) 
     says so and the job does not fail (it did, on the paper grid with tiny models)."""
     import pandas as pd
 
+    from rankscale.laws import FORMS
     from rankscale.plots.common import FigureData
     from rankscale.plots.emergence import fig_emergence
 
@@ -196,7 +197,8 @@ def test_emergence_figure_draws_a_panel_where_no_run_rate_is_positive(tmp_path) 
         for m, s in (("a", 1000), ("b", 8000))
         for n in (2, 5)
     ]
-    fits = pd.DataFrame(columns=["family", "dataset", "metric", "k", "alpha", "C"])
+    fits = pd.DataFrame(columns=["family", "dataset", "metric", "k", "alpha", "C", "r2", "note"])
     png = tmp_path / "fig7.png"
-    fig_emergence(FigureData({"emergence": pd.DataFrame(rows), "powerlaw_fits": fits}, ["d"], ["a", "b"]), {}, png)
+    tables = {"emergence": pd.DataFrame(rows), "powerlaw_fits": fits}
+    fig_emergence(FigureData(tables, ["d"], ["a", "b"], form=FORMS["power_law"], level=None, refits=None), {}, png)
     assert png.stat().st_size > 0 and png.with_suffix(".pdf").stat().st_size > 0

@@ -8,7 +8,7 @@ import scipy.stats
 
 from rankscale.laws import fit_power_law
 from rankscale.lognormal import fit_lognormal, log_pmf, sample_discrete_lognormal
-from rankscale.metrics import rank_histogram
+from rankscale.statistics import rank_histogram
 
 SIZES = np.array([1.9e7, 8.5e7, 3.0e8, 8.1e8, 1.2e9, 2.5e9, 6.4e9, 1.1e10])
 
@@ -23,8 +23,8 @@ def test_power_law_recovers_noise_free_parameters(alpha: float, C: float) -> Non
     assert fit.C == pytest.approx(C, rel=1e-6)
     assert fit.r2 == pytest.approx(1.0, abs=1e-9)
     assert fit.n == SIZES.size
-    np.testing.assert_allclose(fit.predict(SIZES), y, rtol=1e-6)
-    assert float(fit.predict(1e9)) == pytest.approx(C * 1e9 ** (-alpha), rel=1e-6)
+    np.testing.assert_allclose(fit.at(SIZES), y, rtol=1e-6)
+    assert float(fit.at(1e9)) == pytest.approx(C * 1e9 ** (-alpha), rel=1e-6)
 
 
 def test_power_law_two_points_and_lists() -> None:

@@ -107,7 +107,10 @@ def sidecar(**changes: object) -> dict:
         (sidecar(dtype="bfloat16"), {"sha256": "t1"}, "dtype: array has 'bfloat16', config says 'float32'"),
         (sidecar(windows={"max_length": 32}), {"sha256": "t1"}, "max_length: array has 32, config says 64"),
         (sidecar(location="elsewhere"), {"sha256": "t1"}, "location: array has 'elsewhere'"),
-        (sidecar(), {"sha256": "t2"}, "different token windows"),
+        (sidecar(), {"sha256": "t2"}, "token file: array has 't1', current is 't2'"),
+        # the same check as the aggregation's: the token file's tokenizer and corpus too
+        (sidecar(tokenizer_sha256="a"), {"sha256": "t1", "tokenizer_sha256": "b"}, "tokenizer: array has 'a'"),
+        (sidecar(corpus_sha256="a"), {"sha256": "t1", "corpus_sha256": "b"}, "corpus: array has 'a', current is 'b'"),
         (sidecar(), None, "token file is missing"),
         (sidecar(model="smoke-b"), {"sha256": "t1"}, "model: array has 'smoke-b', its path says 'smoke-a'"),
         (sidecar(dataset="pydoc"), {"sha256": "t1"}, "dataset: array has 'pydoc', its path says 'humaneval'"),

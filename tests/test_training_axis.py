@@ -26,10 +26,10 @@ def test_joint_law_recovers_its_parameters_without_noise() -> None:
     size = np.repeat(np.geomspace(2e4, 3e6, 5), 4)
     tokens = np.tile(np.geomspace(3e4, 3e5, 4), 5)
     truth = JointLaw(E=1.5, A=40.0, alpha=0.3, B=25.0, beta=0.4, n=20)
-    law = fit_joint_law(size, tokens, truth.predict(size, tokens))
+    law = fit_joint_law(size, tokens, truth.at(size, tokens))
     for name, value in truth.row().items():
         assert getattr(law, name) == pytest.approx(value, rel=1e-6), name
-    assert JointLaw.from_row({**law.row(), "n_points": 20}).predict(1e6, 1e5) == pytest.approx(truth.predict(1e6, 1e5))
+    assert JointLaw.from_row({**law.row(), "n_points": 20}).at(1e6, 1e5) == pytest.approx(truth.at(1e6, 1e5))
 
 
 def test_the_compute_frontier_is_the_minimum_at_each_budget() -> None:
@@ -37,7 +37,7 @@ def test_the_compute_frontier_is_the_minimum_at_each_budget() -> None:
     budget = 1e13
     size, best = law.compute_optimal(np.array([budget]))
     trial = np.geomspace(size[0] / 30, size[0] * 30, 2001)
-    brute = law.predict(trial, budget / (6 * trial))
+    brute = law.at(trial, budget / (6 * trial))
     assert best[0] == pytest.approx(brute.min(), rel=1e-6) and size[0] == pytest.approx(trial[brute.argmin()], rel=0.01)
 
 

@@ -7,9 +7,19 @@ import math
 import numpy as np
 import pytest
 
-from rankscale.metrics import METRICS, empirical_runs, hit_pairs, k_grid, rank_histogram, run_windows, segment_starts
+from rankscale.metrics import METRICS
 from rankscale.rankfile import RankArrays
-from rankscale.summary import totals
+from rankscale.statistics import (
+    Totals,
+    empirical_runs,
+    hit_pairs,
+    hits_per_document,
+    k_grid,
+    rank_histogram,
+    run_windows,
+    segment_starts,
+)
+from rankscale.summary import per_document
 from rankscale.windows import WindowSpec, plan_windows
 
 # --- windows -------------------------------------------------------------------------------
@@ -136,6 +146,12 @@ def arrays_of(rank: np.ndarray, logprob: np.ndarray) -> RankArrays:
     )
 
 
+def totals(arrays: RankArrays, ks: list[int]) -> Totals:
+    """Point totals as a summary computes them: every per-document statistic summed over documents."""
+    _, stats = per_document(arrays, ks, [], [])
+    return Totals({name: value.sum(axis=0) for name, value in stats.items()})
+
+
 def test_rbp_from_totals_matches_direct_mean() -> None:
     rng = np.random.default_rng(0)
     vocab = 1000
@@ -143,13 +159,13 @@ def test_rbp_from_totals_matches_direct_mean() -> None:
     hist = rank_histogram(rank, vocab)
     assert hist.shape == (vocab + 1,) and hist[0] == 0 and hist.sum() == rank.size
     ks = [1, 2, 3, 10, 50, 100, 999, 1000]
-    sums = {key: np.asarray(v) for key, v in totals(arrays_of(rank, -np.ones(rank.size)), hist, ks).items()}
+    sums = totals(arrays_of(rank, -np.ones(rank.size)), ks)
     rbp = METRICS["rbp"].compute(sums)
     for k, value in zip(ks, rbp, strict=True):
         assert value == pytest.approx(np.mean(rank <= k), abs=1e-15)
     assert rbp[-1] == 1.0
     # replicates: totals with leading axes give one row of RBP_k per replicate
-    stacked = {key: np.stack([v, 2 * v]) for key, v in sums.items()}
+    stacked = Totals({key: np.stack([v, 2 * v]) for key, v in sums.items()})
     np.testing.assert_array_equal(METRICS["rbp"].compute(stacked), np.stack([rbp, rbp]))
 
 
@@ -188,14 +204,11 @@ def test_cross_entropy_from_totals() -> None:
     rng = np.random.default_rng(1)
     logprob = -rng.exponential(2.5, size=100_001).astype(np.float32)
     rank = np.ones(logprob.size, dtype=np.uint32)
-    sums = {key: np.asarray(v) for key, v in totals(arrays_of(rank, logprob), rank_histogram(rank, 4), [1]).items()}
+    sums = totals(arrays_of(rank, logprob), [1])
     ce = METRICS["ce"].compute(sums)
     assert ce == pytest.approx(-math.fsum(logprob.astype(np.float64)) / logprob.size, rel=1e-12)
     assert ce == -np.mean(logprob, dtype=np.float64)  # bit for bit the float64 mean
-    two = {
-        key: np.asarray(v)
-        for key, v in totals(arrays_of(np.ones(2), np.array([-1.0, -3.0])), np.array([0, 2]), [1]).items()
-    }
+    two = totals(arrays_of(np.ones(2), np.array([-1.0, -3.0])), [1])
     assert METRICS["ce"].compute(two) == 2.0
 
 
@@ -287,8 +300,6 @@ def test_empirical_runs_empty() -> None:
 
 def test_hits_per_document_match_a_count_per_k() -> None:
     """The one-pass count of hits per document equals counting each k on its own, any k order, ties at k."""
-    from rankscale.summary import hits_per_document
-
     rng = np.random.default_rng(1)
     for trial in range(20):
         n, n_docs = int(rng.integers(1, 5000)), int(rng.integers(1, 50))

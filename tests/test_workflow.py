@@ -10,11 +10,11 @@ import pytest
 import torch
 import yaml
 
-from rankscale.metrics import k_grid
 from rankscale.models import ModelSource, load_model, load_tokenizer
 from rankscale.plan import ladder_dir
 from rankscale.plots import FIGURES as PLOTS
 from rankscale.rankfile import load_rank_arrays
+from rankscale.statistics import k_grid
 from rankscale.tables import TABLES
 from rankscale.tokens import load_tokens
 from tests.conftest import REPO, copy_workflow, snakemake

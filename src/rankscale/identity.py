@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from rankscale.canon import canonical
+from rankscale.formats import RANK_FORMAT
 from rankscale.windows import WINDOW_KEYS, WindowSpec
 
 # the settings of a config entry (extraction defaults, model, dataset windows) that are identity
@@ -31,31 +32,44 @@ class RankIdentity:
     stride: int | None
     max_windows_per_doc: int | None
     ties: str
+    format: int  # RANK_FORMAT's version when the array was made (rankscale.formats)
+    weights: str | None  # content digest of a local model's weights and config (None: hub or ladder model)
 
     @classmethod
     def from_settings(
-        cls, location: str, revision: str | None, tokenizer: str, settings: Mapping[str, Any]
+        cls,
+        location: str,
+        revision: str | None,
+        tokenizer: str,
+        settings: Mapping[str, Any],
+        weights: str | None,
     ) -> RankIdentity:
         """From resolved settings; the head dtype only matters below float32, so float32 models carry none."""
         dtype = settings["dtype"]
         head = None if dtype == "float32" else settings["head_dtype"]
         values = {k: settings[k] for k in WINDOW_KEYS}
-        return cls(location, revision, tokenizer, dtype, head, ties=settings["ties"], **canonical(values))
+        return cls(location, revision, tokenizer, dtype, head, ties=settings["ties"], format=RANK_FORMAT.version,
+                   weights=weights, **canonical(values))  # fmt: skip
 
     @property
     def windows(self) -> WindowSpec:
         return WindowSpec(self.max_length, self.stride, self.max_windows_per_doc)
 
     def params(self) -> dict[str, Any]:
-        """Canonical Snakemake params: sorted keys, normalised numbers; no head dtype for float32 models."""
+        """Canonical Snakemake params: sorted keys, normalised numbers. What an array made before a key existed
+        cannot differ in is left out at that value (no head dtype for float32 models, no weights digest for
+        hub and ladder models, format 1), so such arrays stay up to date."""
         values = asdict(self)
-        if values["head_dtype"] is None:
-            del values["head_dtype"]
+        for key in ("head_dtype", "weights"):
+            if values[key] is None:
+                del values[key]
+        if values["format"] == 1:
+            del values["format"]
         return canonical(values)
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> RankIdentity:
-        return cls(**{f.name: params.get(f.name) for f in fields(cls)})
+        return cls(**{f.name: params.get(f.name, 1 if f.name == "format" else None) for f in fields(cls)})
 
     def sidecar(self) -> dict[str, Any]:
         """The identity as a rank array's sidecar holds it (window settings grouped under `windows`)."""
@@ -66,9 +80,12 @@ class RankIdentity:
             "dtype": self.dtype,
             "ties": self.ties,
             "windows": {k: getattr(self, k) for k in WINDOW_KEYS},
+            "format": self.format,
         }
         if self.head_dtype is not None:
             out["head_dtype"] = self.head_dtype
+        if self.weights is not None:
+            out["weights_sha256"] = self.weights
         return out
 
     @classmethod
@@ -81,6 +98,8 @@ class RankIdentity:
             dtype=meta.get("dtype"),
             head_dtype=meta.get("head_dtype"),
             ties=meta.get("ties"),
+            format=meta.get("format", 1),  # arrays made before format versions are format 1
+            weights=meta.get("weights_sha256"),
             **{k: windows.get(k) for k in WINDOW_KEYS},
         )
 

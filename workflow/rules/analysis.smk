@@ -15,6 +15,7 @@ rule summarize:
         boot="results/summary/{model}/{dataset}.boot.npz",
     params:
         settings=SUMMARY_SETTINGS,
+        code=CODE["summarize"],
         model=lambda wc: PLAN[wc.model].info(),  # family, training tokens D, the size it is a checkpoint of
         identity=lambda wc: PLAN[wc.model].identity(wc.dataset).params(),
     log:
@@ -34,6 +35,7 @@ rule table:
         report("results/tables/{table}.csv", caption="../report/table.rst", category="Tables"),
     params:
         settings=lambda wc: table_settings(config, wc.table),
+        code=CODE["table"],
         caption=lambda wc, output: TABLES[wc.table].caption,
     log:
         "logs/tables/{table}.log",

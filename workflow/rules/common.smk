@@ -14,6 +14,8 @@ if SRC not in sys.path:
 
 from rankscale.canon import canonical  # noqa: E402
 from rankscale.config import ConfigError, load_yaml, validate  # noqa: E402
+from rankscale.fingerprint import code_digest  # noqa: E402
+from rankscale.formats import RANK_FORMAT  # noqa: E402
 from rankscale.plan import (  # noqa: E402
     TRAIN_TOKENS,
     build_plan,
@@ -45,6 +47,10 @@ LADDER_SIZES = {s["name"]: s for s in LADDER["sizes"]} if LADDER else {}
 
 # what summaries are computed with: every k a table or figure reads is on their k grid
 SUMMARY_SETTINGS = summary_settings(config)
+# the code each cheap rule runs (its script and every package module it imports): a change reruns it, a
+# touch or a reformat does not (profiles/default sets --rerun-triggers without Snakemake's mtime-based
+# `code`); the expensive rules carry format versions instead (rankscale.formats)
+CODE = {rule: code_digest(Path(workflow.basedir) / f"workflow/scripts/{rule}.py") for rule in ("summarize", "table", "figure")}
 
 TABLE_FILES = expand("results/tables/{table}.csv", table=TABLES)
 FIGURE_FILES = expand("results/figures/{figure}.{ext}", figure=FIGURES, ext=["png", "pdf"])
@@ -68,8 +74,9 @@ def tokenizer_input(wc):
 
 
 def corpus_spec(dataset):
-    """What a corpus depends on: its entry less the settings later steps apply (so no needless rerun)."""
-    return corpus_params(config["datasets"][dataset])
+    """What a corpus depends on: its entry less the settings later steps apply (so no needless rerun),
+    and the rank format version (a bump recomputes corpora, token files and rank arrays)."""
+    return RANK_FORMAT.params(corpus_params(config["datasets"][dataset]))
 
 
 def tokenizer_users(tok):

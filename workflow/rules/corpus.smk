@@ -24,7 +24,7 @@ rule tokenize:
         tokens="results/tokens/{tok}/{dataset}.npz",
         meta="results/tokens/{tok}/{dataset}.npz.json",
     params:
-        source=lambda wc: tokenizer_params(TOKENIZERS[wc.tok], wc.tok),
+        source=lambda wc: RANK_FORMAT.params(tokenizer_params(TOKENIZERS[wc.tok], wc.tok)),
         models=lambda wc, output: tokenizer_users(wc.tok),
         add_special_tokens=config["tokenization"]["add_special_tokens"],
         max_scored_tokens=lambda wc: config["datasets"][wc.dataset]["max_scored_tokens"],

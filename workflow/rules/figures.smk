@@ -10,6 +10,7 @@ rule figure:
         pdf="results/figures/{figure}.pdf",
     params:
         settings=lambda wc: figure_settings(config, wc.figure, DATASETS, MODELS),
+        code=CODE["figure"],
         caption=lambda wc, output: FIGURES[wc.figure].caption,
     log:
         "logs/figures/{figure}.log",

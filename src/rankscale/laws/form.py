@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -59,9 +59,44 @@ class FitForm:
     scaled: Callable[[FittedLaw, float], FittedLaw]  # the law times a factor (N y(S): an N-token sequence law)
     variables: tuple[str, ...] = ("S",)  # ("S", "D"): a law in size and training tokens
     exponent: str | None = "alpha"  # the parameter exponent contrasts compare (None: the form has none)
+    bounds: dict[str, Bound] = field(default_factory=dict)  # parameters confined to a domain by the fit
 
     def predict(self, law: FittedLaw, points: Points) -> np.ndarray:
         return law.predict(points)
+
+    def unidentified(self, law: FittedLaw, replicates: Replicates, level_of_y: float) -> dict[str, str]:
+        """Parameters the data cannot identify, with why: those at a bound of their domain in the fit, or in
+        most refitted replicates. Their intervals would be points (every refit stops at the bound), so tables
+        report them as not identified instead."""
+        fitted = law.row()
+        out = {}
+        for name, bound in self.bounds.items():
+            samples = np.asarray(replicates.get(name, []), dtype=np.float64)
+            samples = samples[np.isfinite(samples)]
+            at = bound.reached(fitted[name], level_of_y)
+            share = float(np.mean([bound.reached(v, level_of_y) for v in samples])) if samples.size else 0.0
+            if at or share > 0.5:
+                where = "in the fit" if at else f"in {share:.0%} of the refits"
+                out[name] = f"{name} at its bound {bound.describe()} {where}: not identified"
+        return out
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A parameter's domain in the fit: reached within 1e-6 of a bound (relative to the level of y for
+    parameters in y's units, such as an irreducible floor E)."""
+
+    low: float = -np.inf
+    high: float = np.inf
+    in_units_of_y: bool = False
+
+    def reached(self, value: float, level_of_y: float) -> bool:
+        scale = abs(level_of_y) if self.in_units_of_y else 1.0
+        tolerance = 1e-6 * max(scale, 1e-300)
+        return bool(value - self.low <= tolerance or self.high - value <= tolerance)
+
+    def describe(self) -> str:
+        return " or ".join(f"{v:g}" for v in (self.low, self.high) if np.isfinite(v))
 
 
 def refit_each(

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize
 
-from rankscale.laws.form import FitForm, Points, Replicates, refit_each
+from rankscale.laws.form import Bound, FitForm, Points, Replicates, refit_each
 
 HUBER_DELTA = 1e-3
 COLUMNS = ("E", "A", "alpha", "B", "beta")
@@ -140,4 +140,12 @@ JOINT = FitForm(
     predict_replicates=JointLaw.predict_replicates,
     scaled=lambda law, factor: law.scaled(factor),
     variables=("S", "D"),
+    # E, A, B >= 0 (fitted as logarithms, so 0 is approached, never reached); exponents in [0, 5]
+    bounds={
+        "E": Bound(low=0.0, in_units_of_y=True),
+        "A": Bound(low=0.0, in_units_of_y=True),
+        "B": Bound(low=0.0, in_units_of_y=True),
+        "alpha": Bound(0.0, 5.0),
+        "beta": Bound(0.0, 5.0),
+    },
 )

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from rankscale.laws.form import FitForm, Points, Replicates, refit_each
+from rankscale.laws.form import Bound, FitForm, Points, Replicates, refit_each
 
 
 def ols(x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
@@ -227,4 +227,5 @@ OFFSET_POWER_LAW = FitForm(
     ),
     predict_replicates=OffsetPowerLaw.predict_replicates,
     scaled=lambda law, factor: law.scaled(factor),
+    bounds={"E": Bound(low=0.0, in_units_of_y=True), "alpha": Bound(-2.0, 5.0)},  # those of the fit below
 )

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rankscale.canon import canonical
 from rankscale.config import validate
+from rankscale.formats import TRAIN_FORMAT
 from rankscale.models import ModelSource
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ def ladder_dir(config: Mapping[str, Any]) -> str:
         "tokenizer": ladder["tokenizer"],
         "disjoint_from": {name: corpus_params(spec) for name, spec in validated["datasets"].items()},
     }
-    return f"{LADDER_ROOT}/{short_hash(key, 12)}"
+    return f"{LADDER_ROOT}/{short_hash(TRAIN_FORMAT.params(key), 12)}"
 
 
 def tokenizer_key(source: ModelSource) -> str:

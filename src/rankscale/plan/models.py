@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rankscale.config import ConfigError, validate
+from rankscale.fingerprint import weights_digest
 from rankscale.identity import SETTING_KEYS, RankIdentity
 from rankscale.models import ModelSource
 from rankscale.plan.checks import (
@@ -69,6 +70,7 @@ class ModelPlan:
     size: str = ""  # the size this model is a checkpoint of (its own name for a final model)
     final: bool = True  # the last checkpoint of its size: size laws use these only
     checkpoint: int | None = None  # a ladder checkpoint: the training tokens it was asked at
+    weights: str | None = None  # a local model's weights digest (rankscale.fingerprint.weights_digest)
 
     def info(self) -> dict[str, Any]:
         """What the summaries record about the model besides what it scored."""
@@ -78,7 +80,7 @@ class ModelPlan:
         """What this model's rank array on `dataset` depends on (the dataset's windows win)."""
         settings = {**self.settings, **self.dataset_windows.get(dataset, {})}
         return RankIdentity.from_settings(
-            self.source.location, self.source.revision, self.source.tokenizer_location, settings
+            self.source.location, self.source.revision, self.source.tokenizer_location, settings, self.weights
         )
 
     def windows_for(self, dataset: str) -> dict[str, Any]:
@@ -211,6 +213,9 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str,
             D=entry.get("D"),
             size=entry.get("size") or entry.get("checkpoint_of") or name,
             checkpoint=entry.get("checkpoint"),
+            # a local model can be retrained in place: its identity follows its weights (ladder models are
+            # the workflow's own outputs, which Snakemake follows; hub models are pinned by revision)
+            weights=weights_digest(source.location) if source.local and not entry.get("ladder") else None,
         )
     if not plans:
         raise ConfigError("models: the configuration lists no models (ladder.sizes and models are both empty)")

@@ -155,7 +155,9 @@ def fig_r2_alpha(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
         for family, group in select(rbp, dataset=dataset).groupby("family"):
             group = group.sort_values("k")
             k = group["k"].to_numpy(float)
-            for ax, p in ((axes[0, j], "r2"), (axes[1, j], "alpha")):
+            for ax, p in ((axes[0, j], "r2"), (axes[1, j], data.law_form.exponent)):
+                if p is None or p not in group:  # analysis.law_form has no R² or no exponent
+                    continue
                 ax.semilogx(k, group[p], ".-", color=palette[family], label=family, ms=3)
                 ax.fill_between(k, group[f"{p}_ci_low"], group[f"{p}_ci_high"], color=palette[family], alpha=0.2, lw=0)
             if not marked:
@@ -165,7 +167,8 @@ def fig_r2_alpha(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
                 marked = True
         axes[0, j].set_title(dataset)
         axes[0, j].set_ylabel("$R^2$ of the fit (log space)")
-        axes[1, j].set_ylabel("exponent $\\alpha$")
+        exponent = data.law_form.exponent
+        axes[1, j].set_ylabel("exponent $\\alpha$" if exponent == "alpha" else f"{data.law_form.name}: {exponent}")
         axes[0, j].plot([], [], "s", color="0.85", label=f"SNR < {settings['snr_threshold']:g}")
         for ax in axes[:, j]:
             ax.set_xlabel("$k$")

@@ -17,7 +17,7 @@ import pandas as pd
 from rankscale.summary import Summary
 from rankscale.tables import distribution, emergence, laws, metrics, training
 from rankscale.tables.base import Replicates, Table, TableInputs, TableSettings, read_table, typed
-from rankscale.tables.selection import LawFit, LawKey, finals, select
+from rankscale.tables.selection import FitIndex, LawFit, LawKey, finals, select
 
 TABLES: dict[str, Table] = {
     t.name: t for module in (metrics, laws, distribution, emergence, training) for t in module.TABLES
@@ -38,6 +38,7 @@ def build_table(
 
 __all__ = [
     "TABLES",
+    "FitIndex",
     "LawFit",
     "LawKey",
     "Replicates",

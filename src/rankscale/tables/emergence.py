@@ -18,7 +18,7 @@ from rankscale.summary import Summary
 from rankscale.tables.base import Replicates, Table, TableInputs, with_intervals
 from rankscale.tables.distribution import finals_of
 from rankscale.tables.laws import law_form
-from rankscale.tables.selection import LawKey
+from rankscale.tables.selection import FitIndex, LawKey
 
 RBP = METRICS["rbp"]
 
@@ -29,13 +29,14 @@ def emergence_table(
     """Per model x dataset x k x N: the empirical rate of N-token runs inside the top-k, what independent
     positions predict (RBP_k^N), what a first-order Markov chain of hits predicts, and the fitted law
     exp(-N y(S)) of -log RBP_k; intervals from the document bootstrap."""
+    index = FitIndex(fits, form)
     rows = []
     for s in summaries:
         totals = s.totals()
         value = dict(zip(s.k, RBP.compute(totals), strict=True))
         for run in s.runs:
             i = s.emergence_k.index(run.k)
-            fit = LawKey(s.family, s.dataset, RBP.law, run.k).select(fits, form) if s.final else None  # laws in S
+            fit = LawKey(s.family, s.dataset, RBP.law, run.k).select(index, form) if s.final else None  # laws in S
             predicted = float(value[run.k]) ** run.N
             markov = float(markov_run_rate(value[run.k], totals[PAIRS_PREV_HIT][i], totals[PAIRS_BOTH_HIT][i], run.N))
             # -log p_{N,k} = N y(S): the sequence law the paper derives from -log RBP_k = y(S), of the same form

@@ -17,7 +17,7 @@ from rankscale.bootstrap import interval, p_value, spread_to_noise
 from rankscale.laws import FORMS, FitForm, Points, compare_forms
 from rankscale.metrics import METRICS
 from rankscale.tables.base import Replicates, Table, TableInputs, typed
-from rankscale.tables.selection import LawKey, finals, optional_int, select
+from rankscale.tables.selection import FitIndex, LawKey, finals, optional_int, select
 
 GROUP = ["family", "dataset", "metric", "k"]  # one law per group of the metrics table
 
@@ -65,9 +65,14 @@ def fits_table(
             reps = law_replicates(group, replicates)
             out["snr"] = spread_to_noise(y, list(reps.T)) if np.all(y > 0) else math.nan
             if law is not None:
-                fitted = law.row()
-                for p, values in form.fit_replicates(points, reps, law, refits).items():
+                fitted, refitted = law.row(), form.fit_replicates(points, reps, law, refits)
+                unidentified = form.unidentified(law, refitted, float(np.median(y)))
+                for p, values in refitted.items():
                     out[f"{p}_ci_low"], out[f"{p}_ci_high"] = (float(v) for v in interval(values, level, fitted[p]))
+                    if p in unidentified:  # every refit stops at the bound: no interval, rather than a point
+                        out[f"{p}_ci_low"] = out[f"{p}_ci_high"] = math.nan
+                if form.bounds:
+                    out["not_identified"] = "; ".join(unidentified.values())
             row.update(out)
         rows.append({**row, "note": note})
     return typed(pd.DataFrame(rows))
@@ -96,13 +101,14 @@ def contrasts_table(
     """
     if form.exponent is None:
         return pd.DataFrame()
+    index = FitIndex(fits, form)
     rows = []
     for (family, dataset), frame in metrics.groupby(["family", "dataset"], sort=True):
         ks = sorted(int(k) for k in select(frame, metric="rbp")["k"].dropna().unique())
         pairs = [("neg_log_rbp", k, "ce", None) for k in ks] + [(a, None, b, kb) for a, b, kb in CONTRASTS]
         for law, k, versus, versus_k in pairs:
             first, second = LawKey(family, dataset, law, k), LawKey(family, dataset, versus, versus_k)
-            row = _contrast(frame, fits, replicates, level, form, refits, first, second)
+            row = _contrast(frame, index, replicates, level, form, refits, first, second)
             if row:
                 rows.append({"family": family, "dataset": dataset, **row})
     return typed(pd.DataFrame(rows))
@@ -110,7 +116,7 @@ def contrasts_table(
 
 def _contrast(
     frame: pd.DataFrame,
-    fits: pd.DataFrame,
+    fits: FitIndex,
     replicates: Replicates,
     level: float,
     form: FitForm,

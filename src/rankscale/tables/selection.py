@@ -48,8 +48,13 @@ class LawKey:
         rows = select(finals(metrics), family=self.family, dataset=self.dataset, metric=self.metric.name, k=self.k)
         return rows.sort_values("S", kind="stable")
 
-    def select(self, fits: pd.DataFrame, form: FitForm, **more: Any) -> LawFit | None:
-        """This law's row of a fits table (fitted as `form`; `more` narrows further, e.g. size=), if it was fitted."""
+    def select(self, fits: pd.DataFrame | FitIndex, form: FitForm, **more: Any) -> LawFit | None:
+        """This law's row of a fits table (fitted as `form`; `more` narrows further, e.g. size=), if it was fitted.
+
+        Tables that look up many laws pass a `FitIndex` of the table instead: the same rows, indexed once.
+        """
+        if isinstance(fits, FitIndex):
+            return fits.get(self)
         if fits.empty:
             return None
         rows = select(fits, family=self.family, dataset=self.dataset, metric=self.law, k=self.k, **more)
@@ -77,3 +82,18 @@ class LawFit:
             float(self.record.get(f"{parameter}_ci_low", np.nan)),
             float(self.record.get(f"{parameter}_ci_high", np.nan)),
         )
+
+
+class FitIndex:
+    """Every fitted row of a fits table by its LawKey, read once (tables that look up a law per row)."""
+
+    def __init__(self, fits: pd.DataFrame, form: FitForm) -> None:
+        self._fits: dict[LawKey, LawFit] = {}
+        if fits.empty:
+            return
+        for _, row in fits[fits["note"].fillna("").eq("")].iterrows():
+            key = LawKey(row["family"], row["dataset"], row["metric"], optional_int(row["k"]))
+            self._fits.setdefault(key, LawFit.of(row, form))
+
+    def get(self, key: LawKey) -> LawFit | None:
+        return self._fits.get(key)

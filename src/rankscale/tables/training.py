@@ -82,8 +82,11 @@ def joint_fits_table(
             rows.append({**row, "note": str(exc)})
             continue
         refitted = JOINT.fit_replicates(points, law_replicates(group, replicates), law, refits)
+        unidentified = JOINT.unidentified(law, refitted, float(np.median(y)))
         for p, value in law.row().items():
             row.update(with_intervals(value, refitted[p], level, p))
+            if p in unidentified:  # every refit stops at the bound: no interval, rather than a point
+                row[f"{p}_ci_low"] = row[f"{p}_ci_high"] = np.nan
         residual = np.log(y) - np.log(JOINT.predict(law, points))
         corner = (size == size.max()) & (tokens == tokens[size == size.max()].max())
         held = {"corner_model": group["model"].to_numpy()[corner][0], "corner_observed": float(y[corner][0])}
@@ -95,7 +98,14 @@ def joint_fits_table(
             held["corner_note"] = str(exc)
         refit_count = len(next(iter(refitted.values())))
         rows.append(
-            {**row, "rmse_log": float(np.sqrt(np.mean(residual**2))), "refits": refit_count, **held, "note": ""}
+            {
+                **row,
+                "rmse_log": float(np.sqrt(np.mean(residual**2))),
+                "refits": refit_count,
+                **held,
+                "not_identified": "; ".join(unidentified.values()),
+                "note": "",
+            }
         )
     return typed(pd.DataFrame(rows))
 
@@ -135,7 +145,10 @@ TABLES = [
             "fitted as Hoffmann et al. 2022's Approach 3 (Huber loss, delta 1e-3, on log y; L-BFGS from a grid "
             "of starts). Intervals: the law refitted on the first ``analysis.bootstrap.refits`` bootstrap "
             "replicates (``refits``), each started at the full-data fit. ``corner_*``: the law fitted without the "
-            "largest size at its largest D predicts that point; ``rmse_log``: the fit's error in log space."
+            "largest size at its largest D predicts that point; ``rmse_log``: the fit's error in log space. "
+            "``not_identified``: parameters at a bound of their domain (E, A, B >= 0; exponents in [0, 5]) in the fit "
+            "or in most refits, which the data cannot identify (another fit reaches the same loss elsewhere): their "
+            "intervals are left empty rather than reported as a point."
         ),
     ),
 ]
