@@ -51,7 +51,7 @@ class Data:
         return SummarySettings.from_params(summary_settings(self.config))
 
     def info(self, i: int) -> ModelInfo:
-        return ModelInfo("synthetic", None, f"m{i}", True)
+        return ModelInfo("synthetic", None, f"m{i}", True, None, f"m{i}")
 
     def resampling(self, i: int, replicates: int) -> Resampling:
         n_docs = int(self.arrays[i].doc.max()) + 1

@@ -36,7 +36,7 @@ def summary(
     """A summary of `model` whose summed statistics are `sums` (n, sum_logprob, hits on grid `k`, ...)."""
     n = int(np.asarray(sums["n"]))
     fields: dict[str, Any] = dict(
-        model=model, dataset=dataset, info=ModelInfo(family, None, model, True), S=int(S), vocab_size=1000,
+        model=model, dataset=dataset, info=ModelInfo(family, None, model, True, None, model), S=int(S), vocab_size=1000,
         n_tokens=n, n_documents=1, k=list(k), sums=dict(sums), emergence_k=[], emergence_N=[], law_k=[],
         distribution=distribution(histogram), distribution_replicates=0, truncated=True, rank_tests={},
         mean_log_rank=nan_float(), runs=[], ties="ge", rank_sha256="",

@@ -161,7 +161,7 @@ def test_extrapolation_is_exact_on_noise_free_laws() -> None:
     ce = 7.0 * SIZES**-0.05
     summaries, replicates = synthetic_family(rbp, ce)
     metrics = metrics_table(summaries, replicates, 0.95)
-    table = extrapolation_table(metrics, replicates, [1, 10], 0.95, POWER_LAW, 0)
+    table = extrapolation_table(metrics, replicates, [1, 10], 0.95, POWER_LAW, 0, 0)
     assert set(table["n_fit"]) == {3, 4}  # all but the largest, and all but the two largest (5 sizes)
     assert len(table) == 3 * (1 + 2)  # 3 quantities x (1 + 2 held-out sizes)
     np.testing.assert_allclose(table["predicted"], table["observed"], rtol=1e-9)
@@ -177,7 +177,7 @@ def test_extrapolation_figure_draws_when_no_size_can_be_held_out(tmp_path: Path)
     summaries, replicates = synthetic_family(rbp, ce)
     two = [s for s in summaries if s.model in ("m0", "m1")]
     metrics = metrics_table(two, replicates, 0.95)
-    table = extrapolation_table(metrics, replicates, [1], 0.95, POWER_LAW, 0)
+    table = extrapolation_table(metrics, replicates, [1], 0.95, POWER_LAW, 0, 0)
     assert table.empty
     png = tmp_path / "fig9.png"
     data = FigureData(
@@ -194,15 +194,15 @@ def test_fit_intervals_contrasts_and_snr_on_a_noisy_family() -> None:
     summaries, replicates = synthetic_family(rbp, ce, replicates=400, noise=0.002)
     metrics = metrics_table(summaries, replicates, 0.95)
     assert ((metrics["ci_low"] <= metrics["value"]) & (metrics["value"] <= metrics["ci_high"])).all()
-    fits = fits_table(metrics, POWER_LAW, replicates, 0.95, 0)
+    fits = fits_table(metrics, POWER_LAW, replicates, 0.95, 0, 0)
     assert ((fits["alpha_ci_low"] <= fits["alpha"]) & (fits["alpha"] <= fits["alpha_ci_high"])).all()
     assert (fits["snr"] > 3).all()  # sizes far apart relative to the jitter
-    noisier = fits_table(metrics, POWER_LAW, synthetic_family(rbp, ce, replicates=400, noise=0.02)[1], 0.95, 0)
+    noisier = fits_table(metrics, POWER_LAW, synthetic_family(rbp, ce, replicates=400, noise=0.02)[1], 0.95, 0, 0)
     ce_rows = fits["metric"] == "ce"
     assert noisier["snr"][ce_rows].item() == pytest.approx(
         fits["snr"][ce_rows].item() / 10, rel=0.1
     )  # ten times the noise
-    contrasts = contrasts_table(metrics, fits, replicates, 0.95, POWER_LAW, 0).set_index("k")
+    contrasts = contrasts_table(metrics, fits, replicates, 0.95, POWER_LAW, 0, 0).set_index("k")
     assert contrasts.loc[1, "difference"] == pytest.approx(0.0, abs=1e-9)
     assert contrasts.loc[1, "ci_low"] <= 0 <= contrasts.loc[1, "ci_high"] and contrasts.loc[1, "p_value"] > 0.05
     assert contrasts.loc[10, "difference"] == pytest.approx(0.25, abs=1e-9) and contrasts.loc[10, "p_value"] < 0.01

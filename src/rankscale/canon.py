@@ -6,6 +6,7 @@ Lists keep their order (where order means something, pass a list).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,3 +20,8 @@ def canonical(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
+
+
+def short_hash(value: Any, n: int = 8) -> str:
+    """A short hex digest of a value's canonical form (the same however its mappings were ordered)."""
+    return hashlib.sha256(repr(canonical(value)).encode()).hexdigest()[:n]

@@ -1,26 +1,21 @@
-"""The offline model ladder: a BPE tokenizer and GPT-NeoX models of increasing size.
+"""The offline model ladder: a BPE tokenizer, GPT-NeoX configurations of increasing size, the training text.
 
-Everything is seeded; on one machine and thread count the checkpoints are bit-identical.
-The models are ordinary Hugging Face checkpoints (`save_pretrained`, safetensors) loaded
-afterwards by exactly the code that loads hub models.
+Training itself is `rankscale.training` (resumable runs). Everything is seeded; on one machine and
+thread count the checkpoints are bit-identical. The models are ordinary Hugging Face checkpoints
+(`save_pretrained`, safetensors) loaded afterwards by exactly the code that loads hub models.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import math
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from rankscale.corpus import Document
-from rankscale.schedule import lr_factor, tokens_per_step, training_steps
 from rankscale.tokens import TokenizedCorpus
 
 log = logging.getLogger(__name__)
@@ -106,79 +101,3 @@ def training_sequences(corpus: TokenizedCorpus, seq_len: int, eos_id: int) -> np
             f"ladder.train.seq_len: the training text has {stream.size} tokens, fewer than one sequence of {seq_len}"
         )
     return stream[: n * seq_len].reshape(n, seq_len)
-
-
-def train_model(
-    size: SizeSpec,
-    train: TrainSpec,
-    corpus: TokenizedCorpus,
-    vocab_size: int,
-    eos_id: int,
-    out_dir: Path,
-    stop_at: int | None = None,
-) -> dict[str, Any]:
-    """Train one ladder model for `train.tokens` tokens and save it to `out_dir`.
-
-    `stop_at`: save a checkpoint instead, the same run (schedule, seed, data order) stopped after
-    the step that reaches `stop_at` training tokens: bit-identical to that state of the full run.
-    """
-    from transformers import GPTNeoXForCausalLM
-
-    torch.manual_seed(train.seed)
-    rng = np.random.default_rng(train.seed)
-    seqs = training_sequences(corpus, train.seq_len, eos_id)
-    model = GPTNeoXForCausalLM(model_config(size, vocab_size, train.seq_len, eos_id))
-    model.train()
-    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
-    opt = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": train.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=train.lr,
-        betas=(0.9, 0.95),
-    )
-    schedule = {"batch_size": train.batch_size, "seq_len": train.seq_len}
-    steps = training_steps(train.tokens, schedule)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, steps, train.warmup_steps))
-    order = np.concatenate(
-        [rng.permutation(len(seqs)) for _ in range(math.ceil(steps * train.batch_size / len(seqs)) + 1)]
-    )
-    started = last = time.perf_counter()
-    losses: list[float] = []
-    per_step = tokens_per_step(schedule)
-    run = steps if stop_at is None else min(steps, training_steps(stop_at, schedule))
-    for step in range(run):
-        idx = order[step * train.batch_size : (step + 1) * train.batch_size]
-        batch = torch.from_numpy(seqs[idx].astype(np.int64))
-        loss = model(input_ids=batch, labels=batch).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        now = time.perf_counter()
-        if now - last >= 10 or step == run - 1:
-            seen = (step + 1) * per_step
-            log.info(
-                "%s step %d/%d loss %.3f (%.0f tokens/s)",
-                size.name,
-                step + 1,
-                steps,
-                np.mean(losses[-20:]),
-                seen / (now - started),
-            )
-            last = now
-    model.eval()
-    model.save_pretrained(str(out_dir), safe_serialization=True)
-    summary = {
-        "size": size.__dict__,
-        "train": train.__dict__,
-        "steps": run,
-        "schedule_steps": steps,
-        "tokens_seen": run * per_step,
-        "epochs": run * train.batch_size / len(seqs),
-        "final_loss": float(np.mean(losses[-20:])),
-        "wall_time_s": time.perf_counter() - started,
-    }
-    (out_dir / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
-    return summary

@@ -12,7 +12,6 @@ SRC = str(Path(workflow.basedir) / "src")
 if SRC not in sys.path:
     sys.path.insert(0, SRC)
 
-from rankscale.canon import canonical  # noqa: E402
 from rankscale.config import ConfigError, load_yaml, validate  # noqa: E402
 from rankscale.fingerprint import code_digest  # noqa: E402
 from rankscale.formats import RANK_FORMAT  # noqa: E402
@@ -22,10 +21,13 @@ from rankscale.plan import (  # noqa: E402
     corpus_params,
     figure_settings,
     ladder_dir,
+    run_checkpoints,
     summary_settings,
     table_settings,
     tokenizer_params,
     tokenizer_sources,
+    training_params,
+    unpinned,
 )
 from rankscale.plots import FIGURES  # noqa: E402
 from rankscale.tables import TABLES  # noqa: E402
@@ -38,12 +40,18 @@ try:
 except ConfigError as exc:
     raise WorkflowError(f"config error: {exc}") from None
 
+if workflow.is_main_process and (UNPINNED := unpinned(config, PLAN)):  # said once, not by every job
+    print(
+        f"rankscale: {len(UNPINNED)} input(s) read at a branch, not a commit, so results depend on when they run: "
+        f"{', '.join(UNPINNED)}. Pin a commit in `revision:` (each sidecar records the commit a run resolved).",
+        file=sys.stderr,
+    )
+
 MODELS = list(PLAN)
 DATASETS = list(config["datasets"])
 TOKENIZERS = tokenizer_sources(PLAN)
 LADDER = config.get("ladder")
 LADDER_DIR = ladder_dir(config)
-LADDER_SIZES = {s["name"]: s for s in LADDER["sizes"]} if LADDER else {}
 
 # what summaries are computed with: every k a table or figure reads is on their k grid
 SUMMARY_SETTINGS = summary_settings(config)

@@ -42,10 +42,17 @@ rule ladder_train:
     output:
         directory(f"{LADDER_DIR}/models/{{model}}"),
     params:
-        size=lambda wc: canonical(LADDER_SIZES[PLAN[wc.model].size]),
-        # what every size's run shares; not the list of checkpoints (adding one trains that one alone)
-        train=canonical({k: v for k, v in LADDER["train"].items() if k != "checkpoints"}) if LADDER else {},
-        stop_at=lambda wc: PLAN[wc.model].checkpoint,  # a checkpoint: the run stopped at these tokens
+        # what the model's weights depend on (rankscale.plan.training_params): its size, the training every run
+        # shares with its seed, and for a checkpoint the tokens it stops at; not the list of checkpoints or
+        # seeds (adding one trains that one alone)
+        size=lambda wc: training_params(config, PLAN[wc.model])["size"],
+        train=lambda wc: training_params(config, PLAN[wc.model])["train"],
+        stop_at=lambda wc: PLAN[wc.model].checkpoint,
+        # derived (they take `output`): the run's checkpoints, whose states are saved on the way, and where
+        save_at=lambda wc, output: run_checkpoints(config),
+        states=lambda wc, output: f"{LADDER_DIR}/states",
+    # a run's final model first: it saves the states its checkpoints are then exported from
+    priority: lambda wc: 1 if PLAN[wc.model].final else 0
     threads: LADDER["threads"] if LADDER else 1
     log:
         "logs/ladder/train/{model}.log",

@@ -7,7 +7,7 @@
 """
 
 from rankscale.config import ConfigError
-from rankscale.plan.checks import check_local_model, read_model_config
+from rankscale.plan.checks import check_local_model, read_model_config, unpinned
 from rankscale.plan.keys import (
     LADDER_ROOT,
     TRAIN_TOKENS,
@@ -20,7 +20,13 @@ from rankscale.plan.keys import (
     tokenizer_sources,
 )
 from rankscale.plan.models import RUNTIME_KEYS, ModelPlan, Runtime, build_plan, checkpoint_name, ladder_models
-from rankscale.plan.settings import figure_settings, summary_settings, table_settings
+from rankscale.plan.settings import (
+    figure_settings,
+    run_checkpoints,
+    summary_settings,
+    table_settings,
+    training_params,
+)
 
 __all__ = [
     "LADDER_ROOT",
@@ -37,6 +43,7 @@ __all__ = [
     "ladder_dir",
     "ladder_models",
     "read_model_config",
+    "run_checkpoints",
     "short_hash",
     "slug",
     "summary_settings",
@@ -44,4 +51,6 @@ __all__ = [
     "text_key",
     "tokenizer_params",
     "tokenizer_sources",
+    "training_params",
+    "unpinned",
 ]

@@ -206,3 +206,53 @@ def mark_checkpoints(plans: dict[str, ModelPlan]) -> None:
         last = max(members, key=lambda m: m.D or 0)
         for plan in members:
             plans[plan.name] = replace(plan, final=plan is last)
+
+
+def check_replicas(plans: Mapping[str, ModelPlan]) -> None:
+    """Training runs of one size with different seeds (`replica_of`, `seed`): checked like checkpoints.
+
+    The size a model replicates must be a final model's size; replicas share its family and each name a
+    distinct seed, so the hierarchical bootstrap can resample seeds within each size.
+    """
+    finals = {p.size or p.name: p for p in plans.values() if p.final}
+    groups: dict[str, list[ModelPlan]] = {}
+    for plan in plans.values():
+        if plan.replica_of and plan.replica_of not in finals:
+            raise ConfigError(
+                f"{plan.where}.replica_of: {plan.replica_of!r} is no model's size (known: {sorted(finals)})"
+            )
+        if plan.final:
+            groups.setdefault(plan.replica_of or plan.size or plan.name, []).append(plan)
+    for size, members in groups.items():
+        if len(members) == 1:
+            continue
+        for plan in members:
+            if plan.seed is None:
+                raise ConfigError(
+                    f"{plan.where}.seed: model {plan.name!r} is one of the training runs of {size!r} "
+                    f"({[m.name for m in members]}) but says no seed"
+                )
+            if plan.family != members[0].family:
+                raise ConfigError(
+                    f"{plan.where}.family: runs of {size!r} must share one family; {plan.name!r} has "
+                    f"{plan.family!r}, {members[0].name!r} has {members[0].family!r}"
+                )
+        seeds = [m.seed for m in members]
+        if len(set(seeds)) < len(seeds):
+            raise ConfigError(f"{members[-1].where}.seed: runs of {size!r} repeat a seed: {seeds}")
+
+
+def unpinned(config: Mapping[str, Any], plans: Mapping[str, ModelPlan]) -> list[str]:
+    """Hub models and datasets read at a branch (or tag) rather than a commit: their results depend on when
+    the run happens. One `name: id@revision` per input; local directories and ladder models are pinned by content."""
+    from rankscale.sources.hub import is_commit
+
+    out = [
+        f"{plan.name}: {plan.source.location}@{plan.source.revision}"
+        for plan in plans.values()
+        if not plan.source.local and not is_commit(plan.source.revision)
+    ]
+    for name, spec in config["datasets"].items():
+        if spec["source"] == "hub" and not Path(str(spec["path"])).exists() and not is_commit(spec.get("revision")):
+            out.append(f"datasets.{name}: {spec['path']}@{spec.get('revision')}")
+    return out

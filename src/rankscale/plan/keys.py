@@ -8,13 +8,12 @@ tokenizer settings, a corpus on its entry less the settings later steps apply.
 from __future__ import annotations
 
 import copy
-import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from rankscale.canon import canonical
+from rankscale.canon import canonical, short_hash
 from rankscale.config import validate
 from rankscale.formats import TRAIN_FORMAT
 from rankscale.models import ModelSource
@@ -32,10 +31,6 @@ LATER_DATASET_KEYS = {"format": None, "skip_invalid_records": False}
 def slug(text: str) -> str:
     """A file-name-safe key: 'EleutherAI/pythia-70m' -> 'EleutherAI--pythia-70m'."""
     return re.sub(r"[^A-Za-z0-9._@-]+", "-", text.replace("/", "--")).strip("-")
-
-
-def short_hash(value: Any, n: int = 8) -> str:
-    return hashlib.sha256(repr(canonical(value)).encode()).hexdigest()[:n]
 
 
 def text_key(text: str) -> str:

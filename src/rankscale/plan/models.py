@@ -24,6 +24,7 @@ from rankscale.plan.checks import (
     check_datasets,
     check_ladder,
     check_local_model,
+    check_replicas,
     check_windows,
     mark_checkpoints,
     warn_small_families,
@@ -71,10 +72,14 @@ class ModelPlan:
     final: bool = True  # the last checkpoint of its size: size laws use these only
     checkpoint: int | None = None  # a ladder checkpoint: the training tokens it was asked at
     weights: str | None = None  # a local model's weights digest (rankscale.fingerprint.weights_digest)
+    seed: int | None = None  # the training seed, where known
+    replica_of: str = ""  # the size it is one training run of (several seeds of one size share it)
 
     def info(self) -> dict[str, Any]:
-        """What the summaries record about the model besides what it scored."""
-        return {"family": self.family, "D": self.D, "size": self.size or self.name, "final": self.final}
+        """What the summaries record about the model besides what it scored (`rankscale.summary.ModelInfo`)."""
+        size = self.size or self.name
+        return {"family": self.family, "D": self.D, "size": size, "final": self.final, "seed": self.seed,
+                "replica_of": self.replica_of or size}  # fmt: skip
 
     def identity(self, dataset: str) -> RankIdentity:
         """What this model's rank array on `dataset` depends on (the dataset's windows win)."""
@@ -107,12 +112,19 @@ def checkpoint_name(size: str, tokens: int) -> str:
     return f"{size}-t{tokens}"
 
 
-def ladder_models(config: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The ladder's sizes, and their checkpoints, as model entries (settings come from `extraction:`).
+def run_name(size: str, seed_index: int, seed: int) -> str:
+    """The first seed's run keeps the size's name (so a ladder of one seed is named as before); others `-s<seed>`."""
+    return size if seed_index == 0 else f"{size}-s{seed}"
 
-    A checkpoint is its size's training run (same schedule, seed and data order) stopped after
-    the step that reaches t tokens, so it has seen the first multiple of batch_size x seq_len at
-    or above t: its D. Each is trained by its own job, so adding one trains and scores it alone.
+
+def ladder_models(config: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ladder's runs (each size once per seed of `ladder.train.seeds`) and their checkpoints, as model
+    entries (settings come from `extraction:`).
+
+    A checkpoint is its run (same schedule, seed and data order) stopped after the step that reaches
+    t tokens, so it has seen the first multiple of batch_size x seq_len at or above t: its D. Each is
+    its own training job, resumed from its run's saved states (rankscale.training), so adding a
+    checkpoint or a seed trains and scores that one alone.
     """
     ladder = config.get("ladder")
     if not ladder:
@@ -121,11 +133,14 @@ def ladder_models(config: Mapping[str, Any]) -> list[dict[str, Any]]:
     seq_len = train["seq_len"]  # the models are built with this many positions
     out = []
     for s in ladder["sizes"]:
-        base = {"family": ladder["family"], "ladder": True, "seq_len": seq_len, "size": s["name"]}
-        for tokens in train["checkpoints"]:
-            name = checkpoint_name(s["name"], tokens)
-            out.append({**base, "name": name, "checkpoint": tokens, "D": tokens_seen(tokens, train)})
-        out.append({**base, "name": s["name"], "D": tokens_seen(train["tokens"], train)})
+        for i, seed in enumerate(train["seeds"]):
+            run = run_name(s["name"], i, seed)
+            base = {"family": ladder["family"], "ladder": True, "seq_len": seq_len, "size": run, "seed": seed,
+                    "replica_of": s["name"]}  # fmt: skip
+            for tokens in train["checkpoints"]:
+                name = checkpoint_name(run, tokens)
+                out.append({**base, "name": name, "checkpoint": tokens, "D": tokens_seen(tokens, train)})
+            out.append({**base, "name": run, "D": tokens_seen(train["tokens"], train)})
     return out
 
 
@@ -216,10 +231,13 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str,
             # a local model can be retrained in place: its identity follows its weights (ladder models are
             # the workflow's own outputs, which Snakemake follows; hub models are pinned by revision)
             weights=weights_digest(source.location) if source.local and not entry.get("ladder") else None,
+            seed=entry.get("seed"),
+            replica_of=entry.get("replica_of") or "",
         )
     if not plans:
         raise ConfigError("models: the configuration lists no models (ladder.sizes and models are both empty)")
     mark_checkpoints(plans)
+    check_replicas(plans)
     distinct_tokenizer_keys(plans)
     warn_small_families(plans)
     return plans

@@ -49,6 +49,7 @@ def _table_values(config: Mapping[str, Any]) -> dict[str, Any]:
         "law_form": analysis["law_form"],
         "forms": analysis["forms"],
         "refits": analysis["bootstrap"]["refits"],
+        "seed": analysis["bootstrap"]["seed"],
     }
 
 
@@ -76,3 +77,18 @@ def figure_settings(config: Mapping[str, Any], figure: str, datasets: Sequence[s
             "refits": analysis["bootstrap"]["refits"] if entry.replicates else None,
         }
     )
+
+
+def training_params(config: Mapping[str, Any], plan: Any) -> dict[str, Any]:
+    """What a ladder model's weights depend on, as the ladder_train rule's params: its size's spec, the
+    training every run shares with the model's own seed (not the lists of checkpoints and seeds, so adding
+    one trains that one alone)."""
+    ladder = config["ladder"]
+    spec = next(s for s in ladder["sizes"] if s["name"] == plan.replica_of)
+    shared = {k: v for k, v in ladder["train"].items() if k not in ("checkpoints", "seeds")}
+    return {"size": canonical(spec), "train": canonical({**shared, "seed": plan.seed})}
+
+
+def run_checkpoints(config: Mapping[str, Any]) -> list[int]:
+    """The training tokens at which every run saves its state (and a checkpoint) on its way."""
+    return list(config["ladder"]["train"]["checkpoints"]) if config.get("ladder") else []

@@ -19,7 +19,19 @@ from rankscale.atomic import sha256_file, write_json, write_npz
 from rankscale.conjecture import Distribution
 from rankscale.statistics import Totals
 
-MODEL_COLUMNS = ("family", "model", "dataset", "S", "D", "size", "final", "vocab_size", "n_tokens")
+MODEL_COLUMNS = (
+    "family",
+    "model",
+    "dataset",
+    "S",
+    "D",
+    "size",
+    "final",
+    "seed",
+    "replica_of",
+    "vocab_size",
+    "n_tokens",
+)
 
 
 class SummaryError(ValueError):
@@ -32,8 +44,10 @@ class ModelInfo:
 
     family: str
     D: int | None  # training tokens seen, where known
-    size: str  # the size it is a checkpoint of (its own name for a final model)
-    final: bool  # its size's last checkpoint: laws in S use these only
+    size: str  # the training run it is a checkpoint of (its own name for a final model)
+    final: bool  # its run's last checkpoint: laws in S use these only
+    seed: int | None  # the training seed, where known
+    replica_of: str  # the size it is a training run of: runs of one size with other seeds share it
 
 
 @dataclass(frozen=True)
@@ -90,6 +104,10 @@ class Summary:
     @property
     def final(self) -> bool:
         return self.info.final
+
+    @property
+    def replica_of(self) -> str:
+        return self.info.replica_of
 
     @property
     def key(self) -> tuple[str, str]:

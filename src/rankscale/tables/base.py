@@ -29,6 +29,7 @@ class TableSettings:
     law_form: str | None  # the fit form behind powerlaw_fits.csv, contrasts, extrapolation and bands
     forms: list[str] | None  # the forms form_comparison.csv compares
     refits: int | None  # replicates a form without a closed form is refitted on
+    seed: int | None  # the bootstrap's seed: the seed level of the hierarchical bootstrap draws from it too
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> TableSettings:

@@ -8,18 +8,73 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from rankscale.bootstrap import interval, p_value, spread_to_noise
+from rankscale.bootstrap import (
+    has_replicas,
+    interval,
+    p_value,
+    seed_draws,
+    seed_sequence,
+    spread_to_noise,
+    with_seed_noise,
+)
 from rankscale.laws import FORMS, FitForm, Points, compare_forms
 from rankscale.metrics import METRICS
 from rankscale.tables.base import Replicates, Table, TableInputs, typed
 from rankscale.tables.selection import FitIndex, LawKey, finals, optional_int, select
 
 GROUP = ["family", "dataset", "metric", "k"]  # one law per group of the metrics table
+
+
+@dataclass(frozen=True)
+class Noise:
+    """The sources a law's intervals include: the documents always (the replicates resample them), and the
+    training runs wherever some size of the law has several seeds (the hierarchical bootstrap's seed level)."""
+
+    groups: list[str]  # each point's size (`replica_of`)
+    draws: np.ndarray | None  # [B, points] seed draws, None when every size has one run
+    seed: int | None  # the bootstrap's seed
+
+    @classmethod
+    def of(cls, group: pd.DataFrame, replicates: int, seed: int | None) -> Noise:
+        groups = [str(g) for g in group["replica_of"]] if "replica_of" in group else list(group["model"])
+        if not has_replicas(groups):
+            return cls(groups, None, seed)
+        assert seed is not None, "a table whose laws may have several seeds per size declares the `seed` setting"
+        keys = (str(group["family"].iloc[0]), str(group["dataset"].iloc[0]))
+        return cls(groups, seed_draws(groups, replicates, seed, *keys), seed)
+
+    @property
+    def label(self) -> str:
+        return "documents" if self.draws is None else "documents+seeds"
+
+    def apply(self, values: np.ndarray) -> np.ndarray:
+        """Replicates [B, points] of the fitted quantity, with the seed level added where there is one."""
+        return values if self.draws is None else with_seed_noise(values, self.groups, self.draws)
+
+    def new_run(self, values: np.ndarray, keys: Sequence[str]) -> np.ndarray | float:
+        """Per replicate, the factor by which one new run's value departs from the law: exp of a log deviation
+        drawn from the runs of the sizes with several seeds in `values` (1 without seeds)."""
+        if self.draws is None:
+            return 1.0
+        logs, deviations = np.log(values), []
+        labels = np.asarray(self.groups)
+        for label in np.unique(labels):
+            cols = np.flatnonzero(labels == label)
+            if cols.size > 1:
+                mean = logs[:, cols].mean(axis=1, keepdims=True)
+                deviations.append(np.sqrt(cols.size / (cols.size - 1)) * (logs[:, cols] - mean))
+        if not deviations:
+            return 1.0
+        pooled = np.concatenate(deviations, axis=1)
+        rng = np.random.default_rng(seed_sequence(self.seed or 0, *keys, "new run"))
+        pick = rng.integers(0, pooled.shape[1], len(pooled))
+        return np.exp(pooled[np.arange(len(pooled)), pick])
 
 
 def law_replicates(group: pd.DataFrame, replicates: Replicates) -> np.ndarray:
@@ -32,7 +87,12 @@ def law_replicates(group: pd.DataFrame, replicates: Replicates) -> np.ndarray:
 
 
 def fits_table(
-    metrics: pd.DataFrame, form: FitForm, replicates: Replicates | None, level: float, refits: int
+    metrics: pd.DataFrame,
+    form: FitForm,
+    replicates: Replicates | None,
+    level: float,
+    refits: int,
+    seed: int | None,
 ) -> pd.DataFrame:
     """Fit `form` to each metric's fitted quantity per (family, dataset, metric, k).
 
@@ -62,8 +122,10 @@ def fits_table(
         row.update(law.row() if law is not None else dict.fromkeys(form.columns, math.nan))
         if replicates is not None:
             out = {f"{p}_ci_{side}": math.nan for p in form.columns for side in ("low", "high")}
-            reps = law_replicates(group, replicates)
-            out["snr"] = spread_to_noise(y, list(reps.T)) if np.all(y > 0) else math.nan
+            document_reps = law_replicates(group, replicates)
+            out["snr"] = spread_to_noise(y, list(document_reps.T)) if np.all(y > 0) else math.nan
+            noise = Noise.of(group, len(document_reps), seed)
+            reps = noise.apply(document_reps)
             if law is not None:
                 fitted, refitted = law.row(), form.fit_replicates(points, reps, law, refits)
                 unidentified = form.unidentified(law, refitted, float(np.median(y)))
@@ -73,6 +135,7 @@ def fits_table(
                         out[f"{p}_ci_low"] = out[f"{p}_ci_high"] = math.nan
                 if form.bounds:
                     out["not_identified"] = "; ".join(unidentified.values())
+            out["noise"] = noise.label
             row.update(out)
         rows.append({**row, "note": note})
     return typed(pd.DataFrame(rows))
@@ -91,7 +154,13 @@ CONTRASTS: tuple[tuple[str, str, int | None], ...] = (
 
 
 def contrasts_table(
-    metrics: pd.DataFrame, fits: pd.DataFrame, replicates: Replicates, level: float, form: FitForm, refits: int
+    metrics: pd.DataFrame,
+    fits: pd.DataFrame,
+    replicates: Replicates,
+    level: float,
+    form: FitForm,
+    refits: int,
+    seed: int | None,
 ) -> pd.DataFrame:
     """The exponent of one law minus that of another, per family x dataset: paired-bootstrap interval and p-value.
 
@@ -108,7 +177,7 @@ def contrasts_table(
         pairs = [("neg_log_rbp", k, "ce", None) for k in ks] + [(a, None, b, kb) for a, b, kb in CONTRASTS]
         for law, k, versus, versus_k in pairs:
             first, second = LawKey(family, dataset, law, k), LawKey(family, dataset, versus, versus_k)
-            row = _contrast(frame, index, replicates, level, form, refits, first, second)
+            row = _contrast(frame, index, replicates, level, form, refits, seed, first, second)
             if row:
                 rows.append({"family": family, "dataset": dataset, **row})
     return typed(pd.DataFrame(rows))
@@ -121,6 +190,7 @@ def _contrast(
     level: float,
     form: FitForm,
     refits: int,
+    seed: int | None,
     first: LawKey,
     second: LawKey,
 ) -> dict[str, Any] | None:
@@ -132,9 +202,11 @@ def _contrast(
         return None
     reps_a, reps_b = law_replicates(group_a, replicates), law_replicates(group_b, replicates)
     n = min(len(reps_a), len(reps_b))  # histogram statistics: the first draws of the same stream
+    noise = Noise.of(group_a, n, seed)  # the same models: the same seed draws for both laws
     exponent = form.exponent
-    alpha_a = form.fit_replicates(Points.of(group_a["S"].to_numpy()), reps_a[:n], fit_a.law, refits)[exponent]
-    alpha_b = form.fit_replicates(Points.of(group_b["S"].to_numpy()), reps_b[:n], fit_b.law, refits)[exponent]
+    sizes = Points.of(group_a["S"].to_numpy())
+    alpha_a = form.fit_replicates(sizes, noise.apply(reps_a[:n]), fit_a.law, refits)[exponent]
+    alpha_b = form.fit_replicates(sizes, noise.apply(reps_b[:n]), fit_b.law, refits)[exponent]
     difference = alpha_a - alpha_b
     point = fit_a.value(exponent) - fit_b.value(exponent)
     low, high = interval(difference, level, point)
@@ -150,42 +222,54 @@ def _contrast(
         "ci_high": float(high),
         "p_value": p_value(difference),
         "replicates": int(np.isfinite(difference).sum()),
+        "noise": noise.label,
     }
 
 
 def extrapolation_table(
-    metrics: pd.DataFrame, replicates: Replicates, ks: Sequence[int], level: float, form: FitForm, refits: int
+    metrics: pd.DataFrame,
+    replicates: Replicates,
+    ks: Sequence[int],
+    level: float,
+    form: FitForm,
+    refits: int,
+    seed: int | None,
 ) -> pd.DataFrame:
-    """Fit the law without the largest size (and, with >= 4 sizes, without the two largest);
-    predict the held-out sizes' RBP_k and CE, with the interval of the refits' predictions."""
+    """Fit the law without the largest size (and, with >= 4 sizes, without the two largest); predict the
+    held-out sizes' RBP_k and CE, with the interval of the refits' predictions. Where sizes have several
+    seeds, the refits resample them too, and the interval is one for a new run's value (the law's, plus a
+    seed's deviation drawn from the fitted sizes' runs)."""
     wanted = metrics[(metrics["metric"] == "ce") | ((metrics["metric"] == "rbp") & metrics["k"].isin(list(ks)))]
     rows = []
     for (family, dataset, name, k), group in wanted.groupby(GROUP, dropna=False, sort=True):
         metric = METRICS[name]
         group = group.sort_values("S", kind="stable")
         sizes = group["S"].to_numpy(dtype=np.float64)
+        distinct = np.unique(sizes)
         y = metric.to_law(group["value"].to_numpy(dtype=np.float64))
         reps = law_replicates(group, replicates)
         for held in (1, 2):
-            n_fit = len(group) - held
-            if (
-                n_fit < 2
-                or (held == 2 and len(group) < 4)
-                or len(np.unique(sizes[:n_fit])) < 2
-                or np.any(y[:n_fit] <= 0)
-            ):
+            n_sizes = len(distinct) - held
+            if n_sizes < 2 or (held == 2 and len(distinct) < 4):
+                continue
+            fit_rows = sizes <= distinct[n_sizes - 1]
+            n_fit = int(fit_rows.sum())
+            if np.any(y[:n_fit] <= 0):
                 continue
             fitted = Points.of(sizes[:n_fit])
             try:
                 law = form.fit(fitted, y[:n_fit])
             except ValueError:
                 continue
-            params = form.fit_replicates(fitted, reps[:, :n_fit], law, refits)
+            noise = Noise.of(group.iloc[:n_fit], len(reps), seed)
+            fit_reps = noise.apply(reps[:, :n_fit])
+            params = form.fit_replicates(fitted, fit_reps, law, refits)
+            new_run = noise.new_run(fit_reps, (family, dataset, name, str(k), str(held)))
             for i in range(n_fit, len(group)):
                 at = Points.of(sizes[i])
                 predicted = float(metric.from_law(form.predict(law, at))[0])
                 with np.errstate(invalid="ignore", over="ignore"):
-                    samples = metric.from_law(form.predict_replicates(params, at)[:, 0])
+                    samples = metric.from_law(form.predict_replicates(params, at)[:, 0] * new_run)
                 low, high = interval(samples, level, predicted)
                 observed = float(group["value"].iloc[i])
                 rows.append(
@@ -203,6 +287,7 @@ def extrapolation_table(
                         "observed": observed,
                         "rel_error": predicted / observed - 1.0,
                         "covered": bool(low - 1e-12 * abs(observed) <= observed <= high + 1e-12 * abs(observed)),
+                        "noise": noise.label,
                     }
                 )
     return typed(pd.DataFrame(rows))
@@ -234,12 +319,17 @@ def _fits(inputs: TableInputs) -> pd.DataFrame:
     return inputs.tables["powerlaw_fits"]
 
 
-LAW_SETTINGS = ("level", "law_form", "refits")
+LAW_SETTINGS = ("level", "law_form", "refits", "seed")
 TABLES = [
     Table(
         name="powerlaw_fits",
         build=lambda inputs: fits_table(
-            finals(inputs.tables["metrics"]), law_form(inputs), inputs.replicates, inputs.level, _refits(inputs)
+            finals(inputs.tables["metrics"]),
+            law_form(inputs),
+            inputs.replicates,
+            inputs.level,
+            _refits(inputs),
+            inputs.settings.get("seed"),
         ),
         needs=("metrics",),
         summaries=False,
@@ -266,6 +356,7 @@ TABLES = [
             inputs.level,
             law_form(inputs),
             _refits(inputs),
+            inputs.settings.get("seed"),
         ),
         needs=("metrics", "powerlaw_fits"),
         summaries=False,
@@ -288,6 +379,7 @@ TABLES = [
             inputs.level,
             law_form(inputs),
             _refits(inputs),
+            inputs.settings.get("seed"),
         ),
         needs=("metrics",),
         summaries=False,

@@ -1,0 +1,40 @@
+"""The expensive outputs' format versions are decisions: a change to the code behind training or extraction
+fails here until its format version is bumped (it changes what the outputs hold) or the new digest is pinned
+(it does not). Formatting, comments and docstrings do not count (rankscale.fingerprint)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rankscale import formats
+from rankscale.fingerprint import FormatVersion, code_digest, module_closure
+
+FORMATS = {name: value for name, value in vars(formats).items() if isinstance(value, FormatVersion)}
+
+
+def test_both_expensive_outputs_have_a_format() -> None:
+    assert set(FORMATS) == {"RANK_FORMAT", "TRAIN_FORMAT"}
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_the_code_behind_each_format_is_pinned(name: str) -> None:
+    fmt = FORMATS[name]
+    current = fmt.current()
+    assert current == fmt.code, (
+        f"the code behind {name} (workflow/scripts/{{{','.join(fmt.scripts)}}}.py and the package modules they "
+        f"import) changed: digest {current}, pinned {fmt.code}. If the change alters what these outputs hold, bump "
+        f"{name}.version in src/rankscale/formats.py; either way, pin code={current!r} there."
+    )
+
+
+def test_the_digest_ignores_formatting_and_sees_code(tmp_path) -> None:
+    script = tmp_path / "job.py"
+    script.write_text("from rankscale import statistics\n\ndef f(x):\n    '''Doc.'''\n    return x + 1\n")
+    digest = code_digest(script)
+    script.write_text(
+        "# comment\nfrom rankscale import statistics\ndef f( x ):\n    '''Other doc.'''\n    return x+1\n"
+    )
+    assert code_digest(script) == digest
+    script.write_text("from rankscale import statistics\n\ndef f(x):\n    return x + 2\n")
+    assert code_digest(script) != digest
+    assert any(path.name == "statistics.py" for path in module_closure(script))

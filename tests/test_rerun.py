@@ -1,0 +1,164 @@
+"""Results follow their inputs and nothing else: the code that computed them, a local model's weights, the
+configuration's meaning (not how its YAML is written), and files verified on load. Real Snakemake runs on
+copies of a finished smoke run."""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from safetensors.numpy import load_file, save_file
+
+from rankscale.plan import ladder_dir
+from tests.conftest import REPO, copy_run, copy_workflow, job_key, output_jobs, planned_jobs, snakemake
+
+pytestmark = pytest.mark.slow
+
+SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+DATASETS = list(SMOKE["datasets"])
+LADDER = [s["name"] for s in SMOKE["ladder"]["sizes"]]
+SMOKE_ARGS = ("--configfile", "config/smoke.yaml")
+
+
+def rules_of(jobs: Counter[str]) -> Counter[str]:
+    return Counter(key.split("[")[0] for key in jobs.elements())
+
+
+def summaries_and_outputs(models: list[str]) -> Counter[str]:
+    return Counter(job_key("summarize", model=m, dataset=d) for m in models for d in DATASETS) + output_jobs()
+
+
+@pytest.fixture
+def work(smoke_run: Path, tmp_path: Path) -> Path:
+    return copy_run(smoke_run, tmp_path / "run")
+
+
+def test_a_change_to_summary_code_reruns_summaries_tables_and_figures(work: Path) -> None:
+    """The package code a rule imports is part of its identity: a fix that lands by `git pull` reruns what it
+    affects, and nothing upstream (no extraction, no training)."""
+    compute = work / "src/rankscale/summary/compute.py"
+    source = compute.read_text()
+    edited = source.replace("    docs, row = np.unique(arrays.doc, return_inverse=True)\n",
+                            "    docs, row = np.unique(arrays.doc, return_inverse=True)\n    row = row.ravel()\n")  # fmt: skip
+    assert edited != source
+    compute.write_text(edited)
+    assert planned_jobs(work, *SMOKE_ARGS) == summaries_and_outputs(LADDER)
+    # a change to table code reruns the tables and figures only; to plot code, the figures only
+    compute.write_text(source)
+    assert planned_jobs(work, *SMOKE_ARGS) == Counter()  # back to what computed them: nothing to do
+    tables = work / "src/rankscale/tables/metrics.py"
+    tables.write_text(tables.read_text().replace("rows = []", "rows: list = []", 1))
+    assert rules_of(planned_jobs(work, *SMOKE_ARGS)) == rules_of(output_jobs())
+
+
+def test_reformatting_comments_and_touches_rerun_nothing(work: Path) -> None:
+    """Formatting, comments and docstrings are not code; modification times are not either."""
+    compute = work / "src/rankscale/summary/compute.py"
+    compute.write_text("# a comment\n" + compute.read_text().replace('"""Per model', '"""Reworded: per model', 1))
+    now = 2_000_000_000
+    for path in [*(work / "workflow").rglob("*"), *(work / "src").rglob("*.py"), work / "Snakefile"]:
+        if path.is_file():
+            os.utime(path, (now, now))
+    assert planned_jobs(work, *SMOKE_ARGS) == Counter()
+
+
+def test_bumping_the_rank_format_reruns_extraction(work: Path) -> None:
+    formats = work / "src/rankscale/formats.py"
+    formats.write_text(re.sub(r"RANK_FORMAT = FormatVersion\(version=1", "RANK_FORMAT = FormatVersion(version=2",
+                              formats.read_text()))  # fmt: skip
+    jobs = rules_of(planned_jobs(work, *SMOKE_ARGS))
+    n = len(LADDER) * len(DATASETS)
+    assert jobs["extract"] == n and jobs["summarize"] == n and jobs["corpus"] == len(DATASETS)
+    assert jobs["ladder_train"] == 0  # the ladder's own text is another format's
+
+
+def test_a_local_model_retrained_in_place_is_rescored_alone(smoke_run: Path, tmp_path: Path) -> None:
+    """A `path:` model whose weights are replaced in the same folder is rescored; nothing else is."""
+    work = copy_run(smoke_run, tmp_path / "run")
+    checkpoint = work / "checkpoints/my-model"
+    checkpoint.parent.mkdir()
+    subprocess.run(["cp", "-r", str(work / ladder_dir(SMOKE) / "models/smoke-b"), str(checkpoint)], check=True)
+    config = copy.deepcopy(SMOKE)
+    config["models"] = [{"name": "mine", "family": "mine", "path": "checkpoints/my-model"}]
+    (work / "config/mine.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    args = ("--configfile", "config/mine.yaml")
+    result = snakemake(work, "--cores", "2", *args)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert planned_jobs(work, *args) == Counter()
+    before = {d: (work / f"results/ranks/mine/{d}.json").read_text() for d in DATASETS}
+    # "retrain": the same architecture with other weights, written over the old file
+    weights = load_file(checkpoint / "model.safetensors")
+    rng = np.random.default_rng(0)
+    save_file({k: v + rng.normal(0, 0.05, v.shape).astype(v.dtype) for k, v in weights.items()},
+              checkpoint / "model.safetensors", metadata={"format": "pt"})  # fmt: skip
+    jobs = planned_jobs(work, *args)
+    expected = Counter(job_key(r, model="mine", dataset=d) for r in ("extract", "summarize") for d in DATASETS)
+    assert jobs == expected + output_jobs()
+    result = snakemake(work, "--cores", "2", *args)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    after = {d: (work / f"results/ranks/mine/{d}.json").read_text() for d in DATASETS}
+    assert all('"weights_sha256"' in after[d] and after[d] != before[d] for d in DATASETS)
+    assert planned_jobs(work, *args) == Counter()  # the digest is cached, and the same next time
+
+
+def sorted_copy(name: str, work: Path) -> tuple[str, str]:
+    """config/<name>.yaml dumped with every mapping's keys sorted, as config/sorted-<name>.yaml."""
+    config = yaml.safe_load((REPO / f"config/{name}.yaml").read_text())
+    (work / f"config/sorted-{name}.yaml").write_text(yaml.safe_dump(config, sort_keys=True))
+    return "--configfile", f"config/sorted-{name}.yaml"
+
+
+def test_sorted_keys_plan_nothing_after_a_finished_smoke_run(work: Path) -> None:
+    assert planned_jobs(work, *sorted_copy("smoke", work)) == Counter()
+
+
+@pytest.mark.parametrize("name", ["config", "paper"])
+def test_sorted_keys_plan_the_same_jobs_with_the_same_params(name: str, tmp_path: Path) -> None:
+    """A finished run of every job (`--touch`: the outputs and the metadata Snakemake compares, without the
+    hours of computing them); the sorted-key copy of the configuration then plans nothing."""
+    work = copy_workflow(tmp_path / "run")
+    args = ("--configfile", f"config/{name}.yaml")
+    result = snakemake(work, "--touch", "--cores", "1", *args)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    counts = work / ladder_dir(yaml.safe_load((REPO / f"config/{name}.yaml").read_text())) / "train_tokens.json"
+    if counts.exists():  # the plan reads the ladder text's length from it: a touched file is empty
+        counts.write_text('{"tokens": 10000000}')
+    assert planned_jobs(work, *args) == Counter()
+    assert planned_jobs(work, *sorted_copy(name, work)) == Counter()
+
+
+def test_a_corrupted_summary_is_named(work: Path) -> None:
+    """A truncated bootstrap file fails the tables that read it with its name and how to recompute it."""
+    boot = work / "results/summary/smoke-b/pydoc.boot.npz"
+    boot.write_bytes(boot.read_bytes()[:1000])
+    result = snakemake(work, "--cores", "1", *SMOKE_ARGS, "--forcerun", "table")
+    assert result.returncode != 0
+    logs = "".join(path.read_text() for path in (work / "logs/tables").glob("*.log")) + result.stderr
+    assert "results/summary/smoke-b/pydoc.boot.npz: does not match the checksum" in logs, logs[-3000:]
+    assert "delete results/summary/smoke-b/pydoc.json" in logs
+    assert "BadZipFile" not in logs
+
+
+def test_unpinned_hub_inputs_are_said_once(tmp_path: Path) -> None:
+    work = copy_workflow(tmp_path / "run")
+    result = snakemake(work, "-n", "--configfile", "config/paper.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [line for line in result.stderr.splitlines() if "read at a branch, not a commit" in line]
+    assert len(lines) == 1 and "pythia-70m: EleutherAI/pythia-70m@main" in lines[0]
+    assert "datasets.wikipedia: wikimedia/wikipedia@main" in lines[0] and "Pin a commit" in lines[0]
+
+
+def test_the_default_profile_sets_the_rerun_triggers() -> None:
+    """Without Snakemake's `code` trigger (script modification times), with every other one."""
+    profile = yaml.safe_load((REPO / "profiles/default/config.yaml").read_text())
+    slurm = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())
+    assert profile["rerun-triggers"] == slurm["rerun-triggers"] == ["mtime", "params", "input", "software-env"]
+    assert sys.version_info >= (3, 11)
