@@ -55,7 +55,7 @@ def options(argv: list[str] | None) -> harness.Bench:
 def ours_from_text(m: wl.BenchModel, work: wl.Workload, vocab: int, batch: int, spec: WindowSpec) -> Any:
     """Everything ours does from the same text: tokenize, cut windows, score."""
     docs = [Document(str(i), t) for i, t in enumerate(work.texts or [])]
-    corpus, _ = tokenize_documents(docs, work.tokenizer)
+    corpus, _ = tokenize_documents(docs, work.tokenizer, add_special_tokens=False, max_scored_tokens=None)
     windows = plan_windows(corpus.doc_lengths(), spec)
     return wl.ours(m.model, wl.Workload(corpus, windows, ""), vocab, batch)
 
@@ -75,7 +75,7 @@ def agreement(
         return 0, float("nan"), float("nan")
     lengths = np.array([len(p) for p in pieces], dtype=np.int64)
     corpus = TokenizedCorpus(np.concatenate(pieces), np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
-    one = wl.Workload(corpus, plan_windows(lengths, WindowSpec(max_length=length)), "")
+    one = wl.Workload(corpus, plan_windows(lengths, WindowSpec(length, stride=None, max_windows_per_doc=None)), "")
     theirs = np.array([theirs_all[i] for i in keep], dtype=np.float64)
     worst = []
     for v in (int(m.model.get_output_embeddings().weight.shape[0]), vocab):
@@ -101,9 +101,11 @@ def compare(b: harness.Bench, m: wl.BenchModel, work: wl.Workload, batch: int) -
     lm_tokens = sum(len(lm.tok_encode(t)) for t in texts)
     steps = {
         "lmeval": lambda: lm.loglikelihood_rolling(requests, disable_tqdm=True),
-        "ours": lambda: ours_from_text(m, work, vocab, batch, WindowSpec(max_length=a.max_length)),
+        "ours": lambda: ours_from_text(
+            m, work, vocab, batch, WindowSpec(a.max_length, stride=None, max_windows_per_doc=None)
+        ),
         "tight": lambda: ours_from_text(
-            m, work, vocab, batch, WindowSpec(max_length=a.max_length, stride=a.max_length - 1)
+            m, work, vocab, batch, WindowSpec(a.max_length, stride=a.max_length - 1, max_windows_per_doc=None)
         ),
     }
     times, out = harness.interleave(steps, a.repeats, b.device, a.quiet_wait)

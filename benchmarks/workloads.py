@@ -19,6 +19,7 @@ import numpy as np
 import torch
 import yaml
 
+from rankscale.config import load_schema
 from rankscale.extract import ExtractionSettings, extract_ranks
 from rankscale.rankfile import RankArrays
 from rankscale.tokens import TokenizedCorpus, tokenize_documents
@@ -148,13 +149,21 @@ def load_model(
         model.save_pretrained(str(workdir / name))
         source = ModelSource(name, str(workdir / name), local=True)
         dtype_name = str(dtype).removeprefix("torch.")
-        loaded = workflow_load(source, dtype=dtype_name, device=str(device), device_map=device_map)
+        loaded = workflow_load(
+            source, dtype=dtype_name, device=str(device), device_map=device_map, attn_implementation=None
+        )
         return BenchModel(name, loaded, shape.real_vocab, None)
     ladder = trained_ladder(ladder_root, name) if ladder_root else None
     path = ladder / "models" / name if ladder else Path(name)
     tok_dir = ladder / "tokenizer" if ladder else path
     source = ModelSource(path.name, str(path), local=True)
-    model = workflow_load(source, dtype=str(dtype).removeprefix("torch."), device=str(device), device_map=device_map)
+    model = workflow_load(
+        source,
+        dtype=str(dtype).removeprefix("torch."),
+        device=str(device),
+        device_map=device_map,
+        attn_implementation=None,
+    )
     return BenchModel(path.name, model, None, AutoTokenizer.from_pretrained(str(tok_dir)))
 
 
@@ -197,8 +206,8 @@ def humaneval(max_length: int, workdir: Path, tokenizer: Any | None = None, max_
     if tokenizer is None:
         tokenizer = train_tokenizer(docs, 4096, workdir / "tokenizer")
         what = f"a byte-level BPE ({len(tokenizer):,} tokens) trained on it"
-    corpus, _ = tokenize_documents(docs, tokenizer)
-    windows = plan_windows(corpus.doc_lengths(), WindowSpec(max_length=max_length))
+    corpus, _ = tokenize_documents(docs, tokenizer, add_special_tokens=False, max_scored_tokens=None)
+    windows = plan_windows(corpus.doc_lengths(), WindowSpec(max_length, stride=None, max_windows_per_doc=None))
     text = (
         f"HumanEval, {len(docs)} documents tokenized by {what}, {len(windows)} windows of <= {max_length} tokens "
         f"(stride {max_length // 2})"
@@ -210,7 +219,7 @@ def random_tokens(n_windows: int, length: int, vocab: int, seed: int = 0) -> Wor
     """n_windows documents of `length` uniform random token ids: one full window each."""
     ids = np.random.default_rng(seed).integers(0, vocab, size=n_windows * length).astype(np.int32)
     corpus = TokenizedCorpus(ids, np.arange(0, n_windows * length + 1, length, dtype=np.int64))
-    windows = plan_windows(corpus.doc_lengths(), WindowSpec(max_length=length))
+    windows = plan_windows(corpus.doc_lengths(), WindowSpec(length, stride=None, max_windows_per_doc=None))
     return Workload(corpus, windows, f"{n_windows} windows of {length} random token ids")
 
 
@@ -224,5 +233,12 @@ def ours(
     model: Any, work: Workload, vocab: int, batch: int, head_dtype: Any = torch.float32, stats: Any = None
 ) -> RankArrays:
     """`extract_ranks` with the workflow's default settings at `batch` windows per forward pass."""
-    settings = ExtractionSettings(ties="ge", head_dtype=head_dtype, batch_size=batch, progress_every_s=1e9)
+    defaults = load_schema()["properties"]["extraction"]["default"]  # the workflow's `extraction:` defaults
+    settings = ExtractionSettings(
+        ties=defaults["ties"],
+        head_dtype=head_dtype,
+        batch_size=batch,
+        head_chunk=defaults["head_chunk"],
+        progress_every_s=1e9,
+    )
     return extract_ranks(model, work.corpus, work.windows, vocab, settings, stats)

@@ -1,79 +1,22 @@
-"""Defaults live once (in the schema), params are canonical, datasets are checked per source, and a
-rank array's identity is one type that reads the sidecars written before it existed."""
+"""Validation fills in the schema's defaults, params are canonical, datasets are checked per source, and
+a rank array's identity is one type that reads the sidecars written before it existed (that defaults
+live once, in the schema: tests/test_defaults.py)."""
 
 from __future__ import annotations
 
-import ast
 import copy
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from rankscale.canon import canonical
-from rankscale.config import ConfigError, dataset_spec, load_schema, validate
+from rankscale.config import ConfigError, dataset_spec, validate
 from rankscale.identity import RankIdentity
 from rankscale.plan import build_plan, ladder_dir
 from tests.conftest import REPO
 
 DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())
-
-
-def key_lines(path: Path) -> dict[tuple[Any, ...], int]:
-    """The line (0-based) of every mapping key of a YAML file, by key path (list items by index)."""
-    lines: dict[tuple[Any, ...], int] = {}
-
-    def walk(node: yaml.Node, prefix: tuple[Any, ...]) -> None:
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                lines[(*prefix, key.value)] = key.start_mark.line
-                walk(value, (*prefix, key.value))
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                walk(item, (*prefix, i))
-
-    walk(yaml.compose(path.read_text()), ())
-    return lines
-
-
-def get(config: Any, path: tuple[Any, ...]) -> Any:
-    for part in path:
-        config = config[part]
-    return config
-
-
-def default_of(config: dict[str, Any], path: tuple[Any, ...]) -> tuple[bool, Any]:
-    """(has a default, the default): drop the key and let validation fill it back in."""
-    trial = copy.deepcopy(config)
-    del get(trial, path[:-1])[path[-1]]
-    try:
-        validate(trial)
-    except ConfigError:
-        return False, None  # a required key
-    parent = get(trial, path[:-1])
-    return (path[-1] in parent), parent.get(path[-1])
-
-
-SETTINGS = ("extraction", "analysis", "figures", "tokenization", "ladder")  # not the data: datasets, ladder.corpus
-
-
-@pytest.mark.parametrize("name", ["config.yaml", "smoke.yaml", "paper.yaml", "pythia_training.yaml"])
-def test_configs_state_non_default_values_only_with_a_reason(name: str) -> None:
-    """A setting differing from the schema's default needs a comment on its line saying why."""
-    path = REPO / "config" / name
-    config = yaml.safe_load(path.read_text())
-    text = path.read_text().splitlines()
-    undocumented = []
-    for key, line in key_lines(path).items():
-        if key[0] not in SETTINGS or key[:2] == ("ladder", "corpus") or isinstance(get(config, key), dict):
-            continue
-        has_default, default = default_of(config, key)
-        if has_default and canonical(default) != canonical(get(config, key)) and "#" not in text[line]:
-            undocumented.append(f"{'.'.join(map(str, key))} = {get(config, key)!r} (default {default!r})")
-    assert not undocumented, f"config/{name} differs from the schema's defaults without a comment: {undocumented}"
 
 
 def test_validation_fills_every_default_and_normalises_numbers() -> None:
@@ -95,48 +38,12 @@ def test_validation_fills_every_default_and_normalises_numbers() -> None:
     assert as_floats["extraction"]["max_length"] == 64 and isinstance(as_floats["extraction"]["max_length"], int)
 
 
-def schema_defaults(node: Any) -> Iterator[str]:
-    """Names of every property that has a `default:` in the schema."""
-    if isinstance(node, dict):
-        for key, value in (node.get("properties") or {}).items():
-            if isinstance(value, dict) and "default" in value:
-                yield key
-        for value in node.values():
-            yield from schema_defaults(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from schema_defaults(value)
-
-
-def code_files() -> list[Path]:
-    return sorted([*(REPO / "src/rankscale").rglob("*.py"), *(REPO / "workflow").rglob("*.py")])
-
-
-def test_no_default_of_a_configured_key_lives_in_code() -> None:
-    """`spec.get("separator", "\\n")` would be a second default: code indexes configured keys directly."""
-    keys = set(schema_defaults(load_schema()))
-    assert {"rbp_k", "large_k", "emergence_k", "batch_size", "separator"} <= keys
-    found = []
-    for path in code_files():
-        for node in ast.walk(ast.parse(path.read_text())):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("get", "setdefault")
-                and len(node.args) == 2
-                and isinstance(node.args[0], ast.Constant)
-                and node.args[0].value in keys
-            ):
-                found.append(f"{path.relative_to(REPO)}:{node.lineno}: .{node.func.attr}({node.args[0].value!r}, ...)")
-    assert not found, found
-
-
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
         (
             {"source": "local", "path": "x.jsonl", "streaming": True},
-            "datasets.d: Additional properties are not allowed ('streaming' was unexpected)",
+            "datasets.d: Unevaluated properties are not allowed ('streaming' was unexpected)",
         ),
         ({"source": "hub", "path": "org/data", "split_paragraphs": True}, "('split_paragraphs' was unexpected)"),
         ({"source": "hub", "path": "org/data", "split_heldout": "train"}, "('split_heldout' was unexpected)"),

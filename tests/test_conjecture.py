@@ -26,12 +26,12 @@ from rankscale.statistics import hit_pairs, rank_histogram, run_windows, segment
 @pytest.mark.parametrize(("mu", "sigma", "vocab"), [(1.0, 1.0, 4096), (2.5, 2.0, 50277), (4.0, 3.0, 4096)])
 def test_entropy_of_a_discrete_lognormal_two_ways(mu: float, sigma: float, vocab: int) -> None:
     """The closed sum over 1..|V| against the plug-in entropy of a large sample (Miller-Madow corrected)."""
-    exact = entropy(pmf(mu, sigma, vocab))
+    exact = entropy(pmf(mu, sigma, vocab, True))
     sample = rank_histogram(sample_discrete_lognormal(mu, sigma, vocab, 400_000, seed=3), vocab)
     plug_in, corrected = error_entropy(sample.astype(np.float64))
     assert corrected - plug_in == pytest.approx((np.count_nonzero(sample) - 1) / (2 * sample.sum()))
     assert corrected == pytest.approx(exact, abs=0.01)
-    assert implied(mu, sigma, vocab, [1]).entropy == pytest.approx(exact, abs=1e-12)
+    assert implied(mu, sigma, vocab, [1], True).entropy == pytest.approx(exact, abs=1e-12)
 
 
 def exact_appendix_b(mu: float, sigma: float, top: int = 10**7) -> tuple[float, float]:
@@ -68,7 +68,7 @@ def test_vuong_picks_the_generating_family(generator: str) -> None:
     vocab, grid = 4096, np.arange(1, 4097)
     thetas = {"stretched_exp": np.log([20.0, 0.4]), "loglogistic": np.log([8.0, 0.9]), "zipf": np.array([1.3])}
     log_p = (
-        log_pmf(grid, 1.5, 2.0, vocab)
+        log_pmf(grid, 1.5, 2.0, vocab, True)
         if generator == "lognormal"
         else FAMILIES[generator].log_pmf(grid, thetas[generator], vocab)
     )
@@ -102,7 +102,7 @@ def test_degenerate_ranks_give_a_note_not_the_starting_point() -> None:
     hist = np.zeros(101)
     hist[1] = 500
     with pytest.raises(DegenerateRanks, match="every scored token has rank 1"):
-        fit_lognormal(hist)
+        fit_lognormal(hist, True)
     stats = distribution_statistics(hist, -0.1 * hist, [1, 10], truncate=True)
     assert math.isnan(stats.mu) and "rank 1" in stats.note and stats.ee == 0.0
 
@@ -111,7 +111,7 @@ def test_untruncated_fit_is_the_authors_option() -> None:
     """Without the cut at |V| the fit moves (heavy tails leak past |V|); the truncated one recovers the truth."""
     vocab = 4096
     hist = rank_histogram(sample_discrete_lognormal(3.0, 3.0, vocab, 100_000, seed=1), vocab)
-    truncated, untruncated = fit_lognormal(hist), fit_lognormal(hist, truncate=False)
+    truncated, untruncated = fit_lognormal(hist, truncate=True), fit_lognormal(hist, truncate=False)
     assert truncated.mu == pytest.approx(3.0, abs=0.1) and truncated.sigma == pytest.approx(3.0, abs=0.1)
     assert abs(untruncated.sigma - 3.0) > 0.3 and not untruncated.truncated
 
@@ -174,7 +174,7 @@ def test_one_step_replicates_match_full_refits() -> None:
     assert spread > 0.005
     for b, weights in enumerate(np.concatenate(blocks)[:8]):
         hist = np.asarray(counts @ weights).ravel()
-        full = fit_lognormal(hist, start=(point.mu, point.sigma))
+        full = fit_lognormal(hist, truncate=True, start=(point.mu, point.sigma))
         assert abs(full.mu - reps["mu"][b]) < 0.1 * spread and abs(full.sigma - reps["sigma"][b]) < 0.1 * np.std(
             reps["sigma"]
         )

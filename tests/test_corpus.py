@@ -127,10 +127,13 @@ HOTPOT_LIKE = [
 
 def test_get_field_dotted_paths() -> None:
     record = HOTPOT_LIKE[0]
-    assert get_field(record, "question", "w") == "Which came first, A0 or B0?"
-    assert get_field(record, "context.title", "w") == "A0\nB0"
-    assert get_field(record, "context.sentences", "w") == "A0 was founded in 1900.\n It grew.\nB0 followed in 1950."
-    assert get_field({"a": {"b": {"c": "x"}}}, "a.b.c", "w") == "x"
+    assert get_field(record, "question", "w", ["\n"]) == "Which came first, A0 or B0?"
+    assert get_field(record, "context.title", "w", ["\n"]) == "A0\nB0"
+    assert (
+        get_field(record, "context.sentences", "w", ["\n"])
+        == "A0 was founded in 1900.\n It grew.\nB0 followed in 1950."
+    )
+    assert get_field({"a": {"b": {"c": "x"}}}, "a.b.c", "w", ["\n"]) == "x"
     assert get_field({"a": [["x", "y"], ["z"]]}, "a", "w", ["\n\n", " "]) == "x y\n\nz"
 
 
@@ -147,19 +150,19 @@ def test_get_field_dotted_paths() -> None:
 def test_get_field_refuses_what_is_not_text(value: object, kind: str) -> None:
     """str() of a number, null or dict would be scored as if it were text."""
     with pytest.raises(CorpusError, match=f"w: text field 'a' holds {kind}"):
-        get_field({"a": value}, "a", "w")
+        get_field({"a": value}, "a", "w", ["\n"])
 
 
 def test_get_field_missing_names_field_and_keys() -> None:
     with pytest.raises(CorpusError) as err:
-        get_field(HOTPOT_LIKE[0], "context.paragraphs", "datasets.hotpot")
+        get_field(HOTPOT_LIKE[0], "context.paragraphs", "datasets.hotpot", ["\n"])
     message = str(err.value)
     assert "context.paragraphs" in message and "datasets.hotpot" in message
     assert "sentences" in message and "title" in message
     with pytest.raises(CorpusError, match="answer"):
-        get_field(HOTPOT_LIKE[0], "text", "datasets.hotpot")  # lists the top-level keys
+        get_field(HOTPOT_LIKE[0], "text", "datasets.hotpot", ["\n"])  # lists the top-level keys
     with pytest.raises(CorpusError, match="str"):
-        get_field(HOTPOT_LIKE[0], "question.text", "datasets.hotpot")  # cannot index into a string
+        get_field(HOTPOT_LIKE[0], "question.text", "datasets.hotpot", ["\n"])  # cannot index into a string
 
 
 def write_records(path: Path, records: list[dict[str, Any]]) -> None:

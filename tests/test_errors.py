@@ -206,7 +206,7 @@ def test_short_documents_are_skipped_and_counted() -> None:
     out = Path(os.environ.get("TMPDIR", "/tmp")) / f"rankscale-tok-{os.getpid()}"
     tok = train_tokenizer([Document("a", "hello world, this is a test " * 20)], 300, out)
     docs = [Document("1", "hello world"), Document("2", ""), Document("3", "a"), Document("4", "hello world again")]
-    corpus, counts = tokenize_documents(docs, tok)
+    corpus, counts = tokenize_documents(docs, tok, add_special_tokens=False, max_scored_tokens=None)
     assert counts["skipped_short_documents"] == 2 and counts["documents"] == 2
     assert corpus.doc_lengths().min() >= 2
     shutil.rmtree(out, ignore_errors=True)

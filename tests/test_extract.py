@@ -31,7 +31,7 @@ from rankscale.windows import Windows, WindowSpec, plan_windows
 ARCHS = ("gpt_neox", "gpt2", "opt", "qwen2")
 D, LAYERS, HEADS, FFN, POSITIONS = 32, 2, 4, 64, 64
 PAD_TO = 320  # output columns; the tokenizer has fewer real tokens
-SPEC = WindowSpec(max_length=16, stride=5)
+SPEC = WindowSpec(max_length=16, stride=5, max_windows_per_doc=None)
 # ranks are compared exactly wherever the target's logit is separated from every other
 # real logit by more than float32 noise between batched and per-window forward passes
 TIE_MARGIN = 1e-5
@@ -133,16 +133,26 @@ def source(model_dirs: dict[str, Path], arch: str) -> ModelSource:
     return ModelSource(name=f"tiny-{arch}", location=str(model_dirs[arch]), local=True)
 
 
+def cpu_model(where: ModelSource, dtype: str = "float32") -> Any:
+    """The model on the CPU, as an extraction job loads it with these settings."""
+    return load_model(where, dtype=dtype, device="cpu", device_map=None, attn_implementation=None)
+
+
+def scoring(**settings: Any) -> ExtractionSettings:
+    """Extraction settings of these tests: the paper's ties, a float32 head, automatic head chunks, unless given."""
+    return ExtractionSettings(**{"ties": "ge", "head_dtype": torch.float32, "head_chunk": None, **settings})
+
+
 @pytest.fixture(scope="module")
 def loaded(model_dirs: dict[str, Path]) -> dict[str, tuple[Any, Any]]:
-    return {arch: (load_model(source(model_dirs, arch)), load_tokenizer(source(model_dirs, arch))) for arch in ARCHS}
+    return {arch: (cpu_model(source(model_dirs, arch)), load_tokenizer(source(model_dirs, arch))) for arch in ARCHS}
 
 
 @pytest.fixture(scope="module")
 def corpus(loaded: dict[str, tuple[Any, Any]]) -> TokenizedCorpus:
     tokenizer = loaded["gpt_neox"][1]  # all models share the tokenizer
     docs = [Document(str(i), t) for i, t in enumerate(TEXTS)]
-    tokenized, stats = tokenize_documents(docs, tokenizer)
+    tokenized, stats = tokenize_documents(docs, tokenizer, add_special_tokens=False, max_scored_tokens=None)
     assert stats["skipped_short_documents"] == 1
     return tokenized
 
@@ -219,7 +229,7 @@ def test_extract_matches_independent_reference(
 ) -> None:
     model, tokenizer = loaded[arch]
     vocab = len(tokenizer)
-    arrays = extract_ranks(model, corpus, windows, vocab, ExtractionSettings(batch_size=3, head_chunk=7))
+    arrays = extract_ranks(model, corpus, windows, vocab, scoring(batch_size=3, head_chunk=7))
     for name, dtype in (("rank", np.uint32), ("logprob", np.float32), ("doc", np.uint32), ("pos", np.uint32)):
         assert getattr(arrays, name).dtype == dtype
     assert_full_coverage(arrays, corpus)
@@ -230,8 +240,8 @@ def test_extract_matches_independent_reference(
 
 def test_one_window_per_document(loaded: dict[str, tuple[Any, Any]], corpus: TokenizedCorpus) -> None:
     model, tokenizer = loaded["gpt2"]
-    windows = plan_windows(corpus.doc_lengths(), WindowSpec(max_length=16, max_windows_per_doc=1))
-    arrays = extract_ranks(model, corpus, windows, len(tokenizer), ExtractionSettings(batch_size=2, head_chunk=5))
+    windows = plan_windows(corpus.doc_lengths(), WindowSpec(max_length=16, stride=None, max_windows_per_doc=1))
+    arrays = extract_ranks(model, corpus, windows, len(tokenizer), scoring(batch_size=2, head_chunk=5))
     expected = [(d, p) for d, n in enumerate(corpus.doc_lengths()) for p in range(1, min(int(n), 16))]
     assert list(zip(arrays.doc.tolist(), arrays.pos.tolist(), strict=True)) == expected
     assert_matches_reference(arrays, reference(model, corpus, windows, len(tokenizer)))
@@ -242,8 +252,8 @@ def test_batch_size_does_not_change_results(
     arch: str, loaded: dict[str, tuple[Any, Any]], corpus: TokenizedCorpus, windows: Windows
 ) -> None:
     model, tokenizer = loaded[arch]
-    one = extract_ranks(model, corpus, windows, len(tokenizer), ExtractionSettings(batch_size=1, head_chunk=4096))
-    seven = extract_ranks(model, corpus, windows, len(tokenizer), ExtractionSettings(batch_size=7, head_chunk=3))
+    one = extract_ranks(model, corpus, windows, len(tokenizer), scoring(batch_size=1, head_chunk=4096))
+    seven = extract_ranks(model, corpus, windows, len(tokenizer), scoring(batch_size=7, head_chunk=3))
     for name in ("rank", "doc", "pos", "target"):
         np.testing.assert_array_equal(getattr(one, name), getattr(seven, name))
     # padding inside a batch may move the last float bit, never more
@@ -252,7 +262,7 @@ def test_batch_size_does_not_change_results(
 
 def test_gt_convention_with_tied_logits(model_dirs: dict[str, Path], corpus: TokenizedCorpus, windows: Windows) -> None:
     """Duplicate head rows pairwise so every target ties with one other token."""
-    model = load_model(source(model_dirs, "gpt_neox"))
+    model = cpu_model(source(model_dirs, "gpt_neox"))
     vocab = len(load_tokenizer(source(model_dirs, "gpt_neox")))
     with torch.no_grad():
         weight = model.get_output_embeddings().weight
@@ -260,8 +270,8 @@ def test_gt_convention_with_tied_logits(model_dirs: dict[str, Path], corpus: Tok
         weight[1 : 2 * half : 2] = weight[0 : 2 * half : 2]
     partner = np.ones(vocab, dtype=bool)
     partner[2 * half :] = False  # an odd last token has no twin
-    ge = extract_ranks(model, corpus, windows, vocab, ExtractionSettings(ties="ge", batch_size=4, head_chunk=6))
-    gt = extract_ranks(model, corpus, windows, vocab, ExtractionSettings(ties="gt", batch_size=4, head_chunk=6))
+    ge = extract_ranks(model, corpus, windows, vocab, scoring(ties="ge", batch_size=4, head_chunk=6))
+    gt = extract_ranks(model, corpus, windows, vocab, scoring(ties="gt", batch_size=4, head_chunk=6))
     assert_matches_reference(ge, reference(model, corpus, windows, vocab, "ge"))
     ref_gt = reference(model, corpus, windows, vocab, "gt")
     np.testing.assert_array_equal(gt.rank, ref_gt["rank"])  # ties are exact here
@@ -274,9 +284,9 @@ def test_gt_convention_with_tied_logits(model_dirs: dict[str, Path], corpus: Tok
 
 def test_padded_columns_never_count(model_dirs: dict[str, Path], corpus: TokenizedCorpus, windows: Windows) -> None:
     """Give the padded output columns an enormous bias: ranks and log-probs must not move."""
-    model = load_model(source(model_dirs, "gpt_neox"))
+    model = cpu_model(source(model_dirs, "gpt_neox"))
     vocab = len(load_tokenizer(source(model_dirs, "gpt_neox")))
-    before = extract_ranks(model, corpus, windows, vocab, ExtractionSettings(batch_size=4, head_chunk=9))
+    before = extract_ranks(model, corpus, windows, vocab, scoring(batch_size=4, head_chunk=9))
     old = model.get_output_embeddings()
     new = torch.nn.Linear(D, PAD_TO, bias=True)
     with torch.no_grad():
@@ -285,7 +295,7 @@ def test_padded_columns_never_count(model_dirs: dict[str, Path], corpus: Tokeniz
         new.bias[vocab:] = 1e4
     model.set_output_embeddings(new)
     assert model(input_ids=torch.tensor([[1, 2, 3]])).logits[0, :, vocab:].min() > 1e3  # it reached the logits
-    after = extract_ranks(model, corpus, windows, vocab, ExtractionSettings(batch_size=4, head_chunk=9))
+    after = extract_ranks(model, corpus, windows, vocab, scoring(batch_size=4, head_chunk=9))
     np.testing.assert_array_equal(after.rank, before.rank)
     np.testing.assert_allclose(after.logprob, before.logprob, rtol=0, atol=1e-6)
     # counting every output column would push each rank down by the padding width
@@ -308,7 +318,7 @@ def test_count_parameters_by_hand(arch: str, loaded: dict[str, tuple[Any, Any]])
 def test_load_model_missing_path(tmp_path: Path) -> None:
     missing = ModelSource(name="nothing", location=str(tmp_path / "absent"), local=True)
     with pytest.raises(ModelLoadError, match="absent"):
-        load_model(missing)
+        cpu_model(missing)
     with pytest.raises(ModelLoadError, match="absent"):
         load_tokenizer(missing)
 
@@ -393,16 +403,16 @@ def test_replaced_rank_file_with_matching_checksum_is_still_checked(tmp_path: Pa
 @pytest.mark.parametrize("arch", ARCHS)
 def test_chunked_head_equals_unchunked_exactly(arch: str, loaded: dict[str, tuple[Any, Any]], corpus, windows) -> None:
     model, tok = loaded[arch]
-    whole = extract_ranks(model, corpus, windows, len(tok), ExtractionSettings(batch_size=4, head_chunk=10**9))
+    whole = extract_ranks(model, corpus, windows, len(tok), scoring(batch_size=4, head_chunk=10**9))
     for chunk in (1, 7, None):
-        part = extract_ranks(model, corpus, windows, len(tok), ExtractionSettings(batch_size=4, head_chunk=chunk))
+        part = extract_ranks(model, corpus, windows, len(tok), scoring(batch_size=4, head_chunk=chunk))
         assert np.array_equal(part.rank, whole.rank) and np.array_equal(part.logprob, whole.logprob), chunk
 
 
 def test_out_of_memory_halves_the_batch_and_loses_nothing(loaded: dict[str, tuple[Any, Any]], corpus, windows) -> None:
     """A forward hook makes the real backbone fail like CUDA does for batches above 2 windows."""
     model, tok = loaded["gpt_neox"]
-    expected = extract_ranks(model, corpus, windows, len(tok), ExtractionSettings(batch_size=2))
+    expected = extract_ranks(model, corpus, windows, len(tok), scoring(batch_size=2))
     calls: list[int] = []
 
     def limit(module: Any, args: tuple, kwargs: dict) -> None:
@@ -414,7 +424,7 @@ def test_out_of_memory_halves_the_batch_and_loses_nothing(loaded: dict[str, tupl
     handle = model.base_model.register_forward_pre_hook(limit, with_kwargs=True)
     try:
         stats: dict[str, Any] = {}
-        got = extract_ranks(model, corpus, windows, len(tok), ExtractionSettings(batch_size=8), stats=stats)
+        got = extract_ranks(model, corpus, windows, len(tok), scoring(batch_size=8), stats=stats)
     finally:
         handle.remove()
     assert stats["batch_size"] == 2 and 8 in calls and 4 in calls
@@ -430,7 +440,7 @@ def test_other_errors_are_not_swallowed(loaded: dict[str, tuple[Any, Any]], corp
     handle = model.base_model.register_forward_pre_hook(broken, with_kwargs=True)
     try:
         with pytest.raises(RuntimeError, match="CUBLAS"):
-            extract_ranks(model, corpus, windows, len(tok), ExtractionSettings(batch_size=8))
+            extract_ranks(model, corpus, windows, len(tok), scoring(batch_size=8))
     finally:
         handle.remove()
 
@@ -462,23 +472,19 @@ class Float32Head(torch.nn.Module):
 
 
 def test_bfloat16_model_gets_a_float32_head(model_dirs: dict[str, Path], corpus: TokenizedCorpus, windows) -> None:
-    model = load_model(source(model_dirs, "gpt_neox"), dtype="bfloat16")
+    model = cpu_model(source(model_dirs, "gpt_neox"), dtype="bfloat16")
     vocab = len(load_tokenizer(source(model_dirs, "gpt_neox")))
-    fp32_head = extract_ranks(model, corpus, windows, vocab, ExtractionSettings(batch_size=1))  # the default head_dtype
+    fp32_head = extract_ranks(model, corpus, windows, vocab, scoring(batch_size=1))  # a float32 head
     assert_matches_reference(fp32_head, reference(Float32Head(model), corpus, windows, vocab))
-    native = extract_ranks(model, corpus, windows, vocab, ExtractionSettings(batch_size=1, head_dtype=None))
+    native = extract_ranks(model, corpus, windows, vocab, scoring(batch_size=1, head_dtype=None))
     bf16 = reference(model, corpus, windows, vocab)
     np.testing.assert_array_equal(native.rank, bf16["rank"])  # batch 1: the same bfloat16 logits
     # bfloat16 logits (8-bit mantissa) tie with the target where float32 ones do not
     tied = (
         native.rank
-        > extract_ranks(
-            model, corpus, windows, vocab, ExtractionSettings(ties="gt", batch_size=1, head_dtype=None)
-        ).rank
+        > extract_ranks(model, corpus, windows, vocab, scoring(ties="gt", batch_size=1, head_dtype=None)).rank
     )
-    untied = (
-        fp32_head.rank > extract_ranks(model, corpus, windows, vocab, ExtractionSettings(ties="gt", batch_size=1)).rank
-    )
+    untied = fp32_head.rank > extract_ranks(model, corpus, windows, vocab, scoring(ties="gt", batch_size=1)).rank
     assert tied.mean() > 0.05 and untied.sum() == 0, (tied.mean(), untied.sum())
 
 
@@ -497,16 +503,16 @@ def test_target_after_an_added_bos_is_not_scored(
     )
     tok = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token=eos, eos_token=eos)
     docs = [Document(str(i), t) for i, t in enumerate(TEXTS)]
-    with_bos, counts = tokenize_documents(docs, tok, add_special_tokens=True)
-    plain, _ = tokenize_documents(docs, tok, add_special_tokens=False)
+    with_bos, counts = tokenize_documents(docs, tok, add_special_tokens=True, max_scored_tokens=None)
+    plain, _ = tokenize_documents(docs, tok, add_special_tokens=False, max_scored_tokens=None)
     assert with_bos.prefix is not None and with_bos.prefix.tolist() == [1] * counts["documents"]
     assert plain.prefix is None
     save_tokens(with_bos, tmp_path / "t.npz", {})
     np.testing.assert_array_equal(load_tokens(tmp_path / "t.npz").first_targets(), [2] * counts["documents"])
     assert counts["scored_targets"] == int((with_bos.doc_lengths() - 2).sum())
-    model = load_model(source(model_dirs, "gpt2"))
+    model = cpu_model(source(model_dirs, "gpt2"))
     windows = plan_windows(with_bos.doc_lengths(), SPEC, with_bos.first_targets())
-    arrays = extract_ranks(model, with_bos, windows, len(tok), ExtractionSettings(batch_size=2))
+    arrays = extract_ranks(model, with_bos, windows, len(tok), scoring(batch_size=2))
     expected = [(d, p) for d, n in enumerate(with_bos.doc_lengths()) for p in range(2, int(n))]
     assert list(zip(arrays.doc.tolist(), arrays.pos.tolist(), strict=True)) == expected
     assert_matches_reference(arrays, reference(model, with_bos, windows, len(tok)))

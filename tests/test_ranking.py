@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from rankscale.config import load_schema
 from rankscale.ranking import rank_and_logprob
 
 
@@ -74,9 +75,11 @@ def test_rank_with_deliberate_ties(levels: int) -> None:
 
 
 def test_default_convention_is_ge() -> None:
+    """The paper's convention is the configured default (the code has none): ties count against the model."""
+    assert load_schema()["properties"]["extraction"]["default"]["ties"] == "ge"
     logits = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
     targets = torch.tensor([0])
-    assert rank_and_logprob(logits, targets, 4)[0].item() == 3
+    assert rank_and_logprob(logits, targets, 4, "ge")[0].item() == 3
     assert rank_and_logprob(logits, targets, 4, "gt")[0].item() == 1
 
 
@@ -100,7 +103,7 @@ def test_logprob_matches_cross_entropy() -> None:
     vocab, columns = 1000, 1024
     logits = torch.randn(128, columns, generator=g) * 5
     targets = torch.randint(0, vocab, (128,), generator=g)
-    _, logprob = rank_and_logprob(logits, targets, vocab)
+    _, logprob = rank_and_logprob(logits, targets, vocab, "ge")
     assert logprob.dtype == torch.float32
     expected = -F.cross_entropy(logits[:, :vocab].float(), targets, reduction="none")
     torch.testing.assert_close(logprob, expected, rtol=1e-6, atol=1e-6)
@@ -128,24 +131,24 @@ def test_bfloat16_logits_compared_in_float32() -> None:
 def test_integer_target_dtypes() -> None:
     logits = torch.tensor([[0.0, 2.0, 1.0], [3.0, 2.0, 1.0]])
     for dtype in (torch.int32, torch.int64):
-        rank, _ = rank_and_logprob(logits, torch.tensor([2, 0], dtype=dtype), 3)
+        rank, _ = rank_and_logprob(logits, torch.tensor([2, 0], dtype=dtype), 3, "ge")
         assert rank.tolist() == [2, 1]
 
 
 def test_empty_batch() -> None:
-    rank, logprob = rank_and_logprob(torch.zeros(0, 10), torch.zeros(0, dtype=torch.long), 8)
+    rank, logprob = rank_and_logprob(torch.zeros(0, 10), torch.zeros(0, dtype=torch.long), 8, "ge")
     assert rank.shape == (0,) and logprob.shape == (0,)
 
 
 def test_target_outside_vocabulary_raises() -> None:
     logits = torch.zeros(2, 10)
     with pytest.raises(ValueError, match="8"):
-        rank_and_logprob(logits, torch.tensor([1, 8]), 8)
+        rank_and_logprob(logits, torch.tensor([1, 8]), 8, "ge")
 
 
 def test_vocab_larger_than_columns_raises() -> None:
     with pytest.raises(ValueError, match="11"):
-        rank_and_logprob(torch.zeros(2, 10), torch.tensor([1, 2]), 11)
+        rank_and_logprob(torch.zeros(2, 10), torch.tensor([1, 2]), 11, "ge")
 
 
 def test_bad_tie_rule_raises() -> None:
@@ -155,13 +158,13 @@ def test_bad_tie_rule_raises() -> None:
 
 def test_shape_mismatch_raises() -> None:
     with pytest.raises(ValueError):
-        rank_and_logprob(torch.zeros(3, 10), torch.tensor([1, 2]), 10)
+        rank_and_logprob(torch.zeros(3, 10), torch.tensor([1, 2]), 10, "ge")
     with pytest.raises(ValueError):
-        rank_and_logprob(torch.zeros(10), torch.tensor([1]), 10)
+        rank_and_logprob(torch.zeros(10), torch.tensor([1]), 10, "ge")
 
 
 def test_non_finite_target_logit_raises() -> None:
     logits = torch.zeros(2, 10)
     logits[1, 4] = float("nan")
     with pytest.raises(FloatingPointError):
-        rank_and_logprob(logits, torch.tensor([1, 4]), 10)
+        rank_and_logprob(logits, torch.tensor([1, 4]), 10, "ge")

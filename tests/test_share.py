@@ -81,7 +81,9 @@ def test_config_files_merge_like_snakemake(tmp_path):
     config = load_config(["a.yaml", "b.yaml"], tmp_path)
     assert config["ladder"]["sizes"] == [{"name": "x"}]  # lists are replaced
     assert config["ladder"]["train"] == SMOKE["ladder"]["train"]  # dicts are merged
-    assert config["extraction"]["ties"] == "gt" and config["extraction"]["dtype"] == "float32"
+    assert (
+        config["extraction"]["ties"] == "gt" and config["extraction"]["max_length"] == SMOKE["extraction"]["max_length"]
+    )
 
 
 def sidecar(**changes: object) -> dict:

@@ -25,13 +25,13 @@ from rankscale.windows import WindowSpec, plan_windows
 # --- windows -------------------------------------------------------------------------------
 
 SPECS = [
-    WindowSpec(max_length=2, stride=1),
-    WindowSpec(max_length=8, stride=1),
-    WindowSpec(max_length=8, stride=3),
-    WindowSpec(max_length=8, stride=7),
-    WindowSpec(max_length=16),  # default stride max_length // 2
+    WindowSpec(max_length=2, stride=1, max_windows_per_doc=None),
+    WindowSpec(max_length=8, stride=1, max_windows_per_doc=None),
+    WindowSpec(max_length=8, stride=3, max_windows_per_doc=None),
+    WindowSpec(max_length=8, stride=7, max_windows_per_doc=None),
+    WindowSpec(max_length=16, stride=None, max_windows_per_doc=None),  # stride None: max_length // 2
     WindowSpec(max_length=16, stride=5, max_windows_per_doc=3),
-    WindowSpec(max_length=33, stride=32),
+    WindowSpec(max_length=33, stride=32, max_windows_per_doc=None),
 ]
 
 
@@ -81,7 +81,7 @@ def test_plan_windows_full_coverage(spec: WindowSpec, seed: int) -> None:
 @pytest.mark.parametrize("max_length", [2, 5, 16, 512])
 def test_one_window_per_document_scores_first_targets(max_length: int) -> None:
     lengths = random_lengths(3)
-    w = plan_windows(lengths, WindowSpec(max_length=max_length, max_windows_per_doc=1))
+    w = plan_windows(lengths, WindowSpec(max_length=max_length, stride=None, max_windows_per_doc=1))
     kept = [d for d, n in enumerate(lengths.tolist()) if n >= 2]
     assert w.doc.tolist() == kept
     for i, d in enumerate(kept):
@@ -116,20 +116,28 @@ def test_first_target_after_added_special_tokens(spec: WindowSpec) -> None:
 
 
 def test_plan_windows_empty_and_short() -> None:
-    w = plan_windows(np.array([0, 1, 1]), WindowSpec(max_length=4, stride=2))
+    w = plan_windows(np.array([0, 1, 1]), WindowSpec(max_length=4, stride=2, max_windows_per_doc=None))
     assert len(w) == 0 and w.doc.shape == (0,)
-    w = plan_windows(np.array([], dtype=np.int64), WindowSpec(max_length=4, stride=2))
+    w = plan_windows(np.array([], dtype=np.int64), WindowSpec(max_length=4, stride=2, max_windows_per_doc=None))
     assert len(w) == 0
 
 
 def test_plan_windows_worked_example() -> None:
-    w = plan_windows(np.array([10]), WindowSpec(max_length=4, stride=2))
+    w = plan_windows(np.array([10]), WindowSpec(max_length=4, stride=2, max_windows_per_doc=None))
     rows = list(zip(w.start.tolist(), w.end.tolist(), w.score_from.tolist(), strict=True))
     assert rows == [(0, 4, 1), (2, 6, 4), (4, 8, 6), (6, 10, 8)]
 
 
 @pytest.mark.parametrize(
-    "spec", [WindowSpec(8, 0), WindowSpec(8, 8), WindowSpec(8, -1), WindowSpec(8, 9), WindowSpec(1, None)], ids=repr
+    "spec",
+    [
+        WindowSpec(8, 0, max_windows_per_doc=None),
+        WindowSpec(8, 8, max_windows_per_doc=None),
+        WindowSpec(8, -1, max_windows_per_doc=None),
+        WindowSpec(8, 9, max_windows_per_doc=None),
+        WindowSpec(1, None, max_windows_per_doc=None),
+    ],
+    ids=repr,
 )
 def test_invalid_window_spec_raises(spec: WindowSpec) -> None:
     with pytest.raises(ValueError):

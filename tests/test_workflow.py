@@ -95,7 +95,9 @@ def test_ranks_match_an_independent_reference(smoke_run):
     """Per-window forward pass of a ladder checkpoint, brute-force rank: exact agreement."""
     model_dir = smoke_run / ladder_dir(yaml.safe_load((REPO / "config/smoke.yaml").read_text())) / "models/smoke-c"
     source = ModelSource(name="smoke-c", location=str(model_dir), local=True)
-    model, tokenizer = load_model(source), load_tokenizer(source)
+    # as the smoke run's extraction jobs load it (config/smoke.yaml: float32 on the CPU)
+    model = load_model(source, dtype="float32", device="cpu", device_map=None, attn_implementation=None)
+    tokenizer = load_tokenizer(source)
     arrays, meta = load_rank_arrays(
         smoke_run / "results/ranks/smoke-c/pydoc.npz", smoke_run / "results/ranks/smoke-c/pydoc.json"
     )

@@ -1,7 +1,7 @@
 """The configuration: validated against config/schema.yaml, with its defaults filled in.
 
 Every default lives in the schema (`default:`); `validate` fills them in, so the rest of the
-code indexes keys without fallbacks.
+code indexes keys without fallbacks (tests/test_defaults.py keeps it so).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from typing import Any
 import yaml
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
-NAME_PATTERN = "^[A-Za-z0-9_-][A-Za-z0-9._-]*$"  # model, ladder size and dataset names (schema.yaml)
 NAME_HINT = " (names become file and directory names: letters, digits, '.', '_' and '-', not starting with '.')"
 
 
@@ -25,9 +24,42 @@ class ConfigError(ValueError):
 
 
 @cache
-def load_schema(path: Path = SCHEMA_PATH) -> dict[str, Any]:
-    schema: dict[str, Any] = load_yaml(path)
+def load_schema(schema_path: Path = SCHEMA_PATH) -> dict[str, Any]:
+    """config/schema.yaml, completed with the dataset sources of rankscale.sources.SOURCES."""
+    schema: dict[str, Any] = load_yaml(schema_path)
+    _add_dataset_sources(schema, schema_path)
     return schema
+
+
+def _add_dataset_sources(schema: dict[str, Any], schema_path: Path) -> None:
+    """Complete `$defs/dataset` from the registry of sources, the one list of their names.
+
+    `source` becomes one of the names in SOURCES, and each name gets a branch: an entry with
+    `source: <name>` takes the keys of `$defs/<name>_dataset` (and its defaults). An entry whose
+    source is unknown gets that one error, not one more for each of its keys.
+    """
+    from rankscale.sources import SOURCES  # imports this module: not at the top
+
+    names = sorted(SOURCES)
+    definitions = schema["$defs"]
+    missing = [name for name in names if f"{name}_dataset" not in definitions]
+    if missing:
+        raise ConfigError(f"{schema_path}: no $defs/{missing[0]}_dataset for the dataset source {missing[0]!r}")
+    dataset = definitions["dataset"]
+    dataset["properties"]["source"]["enum"] = names
+    dataset["allOf"] = [
+        *(
+            {
+                "if": {"properties": {"source": {"const": name}}, "required": ["source"]},
+                "then": {"$ref": f"#/$defs/{name}_dataset"},
+            }
+            for name in names
+        ),
+        {
+            "if": {"properties": {"source": {"enum": names}}, "required": ["source"]},
+            "else": {"additionalProperties": True},
+        },
+    ]
 
 
 class UniqueKeyLoader(yaml.SafeLoader):
@@ -86,8 +118,18 @@ def json_path(parts: Any) -> str:
     return out or "(top level)"
 
 
-def _validator_class() -> Any:
-    """Draft 2020-12 that fills `default:` values into the instance as it validates."""
+def _validator_class(root: Mapping[str, Any]) -> Any:
+    """Draft 2020-12 that fills `default:` values into the instance as it validates.
+
+    A property's `default:` is filled in where the key is missing; an object's `default:` is
+    also filled in key by key where the object is given (how `extraction:` holds the defaults of
+    the extraction settings, which model entries accept too without defaults of their own).
+    `unevaluatedProperties: false` refuses the keys that no subschema applying to the object
+    defines (`properties`, through `$ref`, `allOf` and `if`/`then`/`else`). Unlike the
+    spec's annotations, a key stays known where a value under it or a sibling is invalid: a
+    bad value gets its own error, never a second one calling its key (and its neighbours')
+    unexpected.
+    """
     import jsonschema
 
     base = jsonschema.Draft202012Validator
@@ -96,22 +138,67 @@ def _validator_class() -> Any:
     def properties_with_defaults(validator: Any, properties: Any, instance: Any, schema: Any) -> Iterator[Any]:
         if isinstance(instance, dict):
             for key, subschema in properties.items():
-                if isinstance(subschema, dict) and "default" in subschema and key not in instance:
-                    instance[key] = copy.deepcopy(subschema["default"])
+                if not isinstance(subschema, dict) or "default" not in subschema:
+                    continue
+                default = subschema["default"]
+                if key not in instance:
+                    instance[key] = copy.deepcopy(default)
+                elif isinstance(default, dict) and isinstance(instance[key], dict):
+                    for inner, value in default.items():
+                        instance[key].setdefault(inner, copy.deepcopy(value))
         yield from check_properties(validator, properties, instance, schema)
 
-    return jsonschema.validators.extend(base, {"properties": properties_with_defaults})
+    def known_keys(validator: Any, instance: dict[str, Any], schema: Any) -> set[str]:
+        if not isinstance(schema, dict):
+            return set()
+        if schema.get("additionalProperties") is True:
+            return set(instance)
+        known = set(schema.get("properties", {})) & set(instance)
+        parts = list(schema.get("allOf", []))
+        if "$ref" in schema:
+            parts.append(_resolve(root, schema["$ref"]))
+        if "if" in schema:
+            parts.append(schema.get("then" if validator.evolve(schema=schema["if"]).is_valid(instance) else "else"))
+        for part in parts:
+            known |= known_keys(validator, instance, part)
+        return known
+
+    def unevaluated_properties(validator: Any, unevaluated: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        if unevaluated is not False:
+            raise ValueError(f"the schema's unevaluatedProperties: only `false` is supported, not {unevaluated!r}")
+        if isinstance(instance, dict):
+            unknown = sorted(set(instance) - known_keys(validator, instance, schema), key=str)
+            if unknown:
+                verb = "was" if len(unknown) == 1 else "were"
+                yield jsonschema.ValidationError(
+                    f"Unevaluated properties are not allowed ({', '.join(map(repr, unknown))} {verb} unexpected)"
+                )
+
+    return jsonschema.validators.extend(
+        base, {"properties": properties_with_defaults, "unevaluatedProperties": unevaluated_properties}
+    )
+
+
+def _resolve(root: Mapping[str, Any], ref: str) -> Any:
+    """The subschema a local `$ref` ("#/$defs/name") points at."""
+    if not ref.startswith("#/"):
+        raise ValueError(f"the schema's $ref: only local references ('#/...') are supported, not {ref!r}")
+    node: Any = root
+    for part in ref[2:].split("/"):
+        node = node[part.replace("~1", "/").replace("~0", "~")]
+    return node
 
 
 def problems(instance: Any, schema: Mapping[str, Any], where: str = "") -> list[str]:
     """One line per violation, each starting with the key path it concerns (defaults filled in as a side effect)."""
-    validator = _validator_class()(schema)
+    validator = _validator_class(schema)(schema)
     errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
+    name_pattern = schema["$defs"]["name"]["pattern"]  # model, ladder size and dataset names
     lines = []
     for error in errors:
         path = json_path(error.absolute_path) if error.absolute_path else ""
         key = ".".join(p for p in (where, path) if p) or "(top level)"
-        hint = NAME_HINT if error.validator == "pattern" and error.validator_value == NAME_PATTERN else ""
+        hint = NAME_HINT if error.validator == "pattern" and error.validator_value == name_pattern else ""
         lines.append(f"{key}: {error.message}{hint}")
     return lines
 
@@ -142,7 +229,7 @@ def dataset_spec(spec: Mapping[str, Any], where: str = "dataset") -> dict[str, A
     """One dataset entry checked against the schema, with its source's defaults filled in."""
     schema = load_schema()
     out = copy.deepcopy(dict(spec))
-    lines = problems(out, {"$ref": "#/definitions/dataset", "definitions": schema["definitions"]}, where)
+    lines = problems(out, {"$ref": "#/$defs/dataset", "$defs": schema["$defs"]}, where)
     if lines:
         raise ConfigError("; ".join(lines))
     return out

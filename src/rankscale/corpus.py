@@ -71,7 +71,7 @@ def json_type(value: Any) -> str:
     return "null" if value is None else JSON_TYPES.get(type(value), type(value).__name__)
 
 
-def get_field(record: Mapping[str, Any], field: str, where: str, list_separators: Sequence[str] = ("\n",)) -> str:
+def get_field(record: Mapping[str, Any], field: str, where: str, list_separators: Sequence[str]) -> str:
     """Text at a dotted `field` path; lists are joined with `list_separators` by nesting depth.
 
     HotpotQA's `context.sentences` is a list of paragraphs, each a list of sentences that
@@ -86,7 +86,7 @@ def get_field(record: Mapping[str, Any], field: str, where: str, list_separators
         else:
             keys = sorted(value) if isinstance(value, Mapping) else type(value).__name__
             raise FieldNotFound(f"{where}: text field {field!r} not found (at {part!r}; available: {keys})")
-    return _flatten(value, tuple(list_separators) or ("\n",), field, where)
+    return _flatten(value, tuple(list_separators), field, where)
 
 
 def _flatten(value: Any, separators: tuple[str, ...], field: str, where: str, depth: int = 0) -> str:

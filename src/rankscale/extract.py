@@ -76,14 +76,15 @@ def _targets(corpus: TokenizedCorpus, windows: Windows, out_offset: np.ndarray) 
 class ExtractionSettings:
     """How `extract_ranks` scores. `ties` and `head_dtype` change ranks; the rest only speed and memory.
 
+    The configured values (`extraction:` or the model's entry), passed by the caller: no defaults here.
     `head_dtype`: the dtype logits are computed in (float32: exact ranks for bfloat16 models;
     None: the model's own). `head_chunk=None` sizes head chunks automatically.
     """
 
-    ties: TieRule = "ge"
-    head_dtype: torch.dtype | None = torch.float32
-    batch_size: int = 8
-    head_chunk: int | None = None
+    ties: TieRule
+    head_dtype: torch.dtype | None
+    batch_size: int
+    head_chunk: int | None
     progress_every_s: float = 10.0
 
 
@@ -156,7 +157,7 @@ def extract_ranks(
     corpus: TokenizedCorpus,
     windows: Windows,
     vocab_size: int,
-    settings: ExtractionSettings = ExtractionSettings(),
+    settings: ExtractionSettings,
     stats: dict[str, Any] | None = None,
 ) -> RankArrays:
     """Score every target of every window.

@@ -33,7 +33,7 @@ class LognormalFit:
     sigma: float
     nll_per_token: float
     n_tokens: int
-    truncated: bool = True
+    truncated: bool
 
     @property
     def mu_over_sigma(self) -> float:
@@ -59,7 +59,7 @@ def _norm_bounds(mu: float, sigma: float, vocab_size: int, truncate: bool) -> tu
     return (math.log(0.5) - mu) / sigma, ((math.log(vocab_size + 0.5) - mu) / sigma) if truncate else math.inf
 
 
-def log_pmf(ranks: np.ndarray, mu: float, sigma: float, vocab_size: int, truncate: bool = True) -> np.ndarray:
+def log_pmf(ranks: np.ndarray, mu: float, sigma: float, vocab_size: int, truncate: bool) -> np.ndarray:
     """log P(R = r) of the discrete lognormal on 1..vocab_size (or 1..inf without truncation)."""
     a, b = _bounds(ranks, mu, sigma)
     low, high = _norm_bounds(mu, sigma, vocab_size, truncate)
@@ -101,7 +101,7 @@ def _nll_and_gradient(
     return float(-(c @ log_p) / n), -(c @ score) / n
 
 
-def fit_lognormal(hist: np.ndarray, truncate: bool = True, start: tuple[float, float] | None = None) -> LognormalFit:
+def fit_lognormal(hist: np.ndarray, truncate: bool, start: tuple[float, float] | None = None) -> LognormalFit:
     """Maximum-likelihood (mu, sigma) from counts[r], r = 0..|V| (counts[0] must be 0).
 
     `start`: where to begin (e.g. the full-data fit, when refitting a bootstrap replicate);
@@ -137,7 +137,7 @@ def fit_lognormal(hist: np.ndarray, truncate: bool = True, start: tuple[float, f
     return LognormalFit(float(best.x[0]), float(np.exp(best.x[1])), float(best.fun), int(n), truncate)
 
 
-def pmf(mu: float, sigma: float, vocab_size: int, truncate: bool = True) -> np.ndarray:
+def pmf(mu: float, sigma: float, vocab_size: int, truncate: bool) -> np.ndarray:
     """P(R = r) for r = 1..|V| (renormalised over 1..|V| if the fit was not truncated)."""
     p = np.exp(log_pmf(np.arange(1, vocab_size + 1), mu, sigma, vocab_size, truncate))
     return p / p.sum() if not truncate else p
@@ -159,7 +159,7 @@ class Implied:
     neg_log_rbp: dict[int, float]  # -log P(R <= k) for the asked k
 
 
-def implied(mu: float, sigma: float, vocab_size: int, ks: list[int], truncate: bool = True) -> Implied:
+def implied(mu: float, sigma: float, vocab_size: int, ks: list[int], truncate: bool) -> Implied:
     p = pmf(mu, sigma, vocab_size, truncate)
     cumulative = np.cumsum(p)
     with np.errstate(divide="ignore"):
@@ -190,7 +190,7 @@ def appendix_b(mu: float, sigma: float) -> tuple[float, float]:
     return neg_log_p1, ce
 
 
-def sample_discrete_lognormal(mu: float, sigma: float, vocab_size: int, n: int, seed: int = 0) -> np.ndarray:
+def sample_discrete_lognormal(mu: float, sigma: float, vocab_size: int, n: int, seed: int) -> np.ndarray:
     """Draws from the discrete truncated lognormal: round continuous draws, reject outside."""
     rng = np.random.default_rng(seed)
     out: list[np.ndarray] = []

@@ -133,10 +133,10 @@ def load_tokenizer(source: ModelSource, label: str | None = None) -> Any:
 
 def load_model(
     source: ModelSource,
-    dtype: str = "float32",
-    device: str = "cpu",
-    device_map: str | None = None,
-    attn_implementation: str | None = None,
+    dtype: str,
+    device: str,
+    device_map: str | None,
+    attn_implementation: str | None,
 ) -> Any:
     """The model in eval mode on `device` (or spread by `device_map`), weights in `dtype`."""
     from transformers import AutoModelForCausalLM

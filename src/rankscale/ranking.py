@@ -17,7 +17,7 @@ TIE_RULES: tuple[str, ...] = ("ge", "gt")
 
 
 def rank_and_logprob(
-    logits: torch.Tensor, targets: torch.Tensor, vocab_size: int, ties: TieRule = "ge"
+    logits: torch.Tensor, targets: torch.Tensor, vocab_size: int, ties: TieRule
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Return (rank int64 >= 1, target log-prob float32) for rows of `logits` [N, V_out]."""
     if ties not in TIE_RULES:

@@ -23,8 +23,8 @@ WINDOW_KEYS = ("max_length", "stride", "max_windows_per_doc")
 @dataclass(frozen=True)
 class WindowSpec:
     max_length: int
-    stride: int | None = None
-    max_windows_per_doc: int | None = None
+    stride: int | None  # None: max_length // 2
+    max_windows_per_doc: int | None  # None: every window the document needs
 
     def resolved_stride(self) -> int:
         stride = self.max_length // 2 if self.stride is None else self.stride

@@ -1,9 +1,10 @@
 """Dataset sources: where a dataset entry's documents come from (`source:` in the config).
 
 To add a source: write `rankscale/sources/<name>.py` with a module-level `SOURCE = Source(...)`
-(documents, plan-time check, provenance), add it to `SOURCES` below, and give it a branch with
-its keys in `config/schema.yaml` (`definitions.dataset`). The shared steps (held-out split,
-seeded shuffle, size limits) are applied here, the same for every source.
+(documents, plan-time check, provenance), add it to `SOURCES` below, and give it its keys in
+`config/schema.yaml` as `$defs/<name>_dataset`. `SOURCES` is the one list of sources: the
+schema's `source` names and per-source branches come from it (rankscale.config). The shared
+steps (held-out split, seeded shuffle, size limits) are applied here, the same for every source.
 """
 
 from __future__ import annotations
