@@ -147,7 +147,7 @@ def load_model(
             return BenchModel(name, model.to(dtype=dtype).eval(), shape.real_vocab, None)
         assert workdir is not None, "device_map needs a directory to save the random model to"
         model.save_pretrained(str(workdir / name))
-        source = ModelSource(name, str(workdir / name), local=True)
+        source = ModelSource.directory(name, str(workdir / name))
         dtype_name = str(dtype).removeprefix("torch.")
         loaded = workflow_load(
             source, dtype=dtype_name, device=str(device), device_map=device_map, attn_implementation=None
@@ -156,7 +156,7 @@ def load_model(
     ladder = trained_ladder(ladder_root, name) if ladder_root else None
     path = ladder / "models" / name if ladder else Path(name)
     tok_dir = ladder / "tokenizer" if ladder else path
-    source = ModelSource(path.name, str(path), local=True)
+    source = ModelSource.directory(path.name, str(path))
     model = workflow_load(
         source,
         dtype=str(dtype).removeprefix("torch."),

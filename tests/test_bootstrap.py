@@ -28,7 +28,7 @@ POWER_LAW = FORMS["power_law"]
 
 
 def fit_power_law_replicates(size: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
-    return PowerLaw.fit_replicates(Points.of(size), y)
+    return PowerLaw.fit_replicates(Points.of(size), y, None, 0)
 
 
 SIMULATIONS = 200
@@ -181,7 +181,13 @@ def test_extrapolation_figure_draws_when_no_size_can_be_held_out(tmp_path: Path)
     assert table.empty
     png = tmp_path / "fig9.png"
     data = FigureData(
-        tables={"extrapolation": table}, datasets=["d"], models=["m0", "m1"], form=None, level=None, refits=None
+        tables={"extrapolation": table},
+        datasets=["d"],
+        models=["m0", "m1"],
+        form=None,
+        level=None,
+        refits=None,
+        replicates=None,
     )
     fig_extrapolation(data, {}, png)
     assert png.stat().st_size > 0 and png.with_suffix(".pdf").stat().st_size > 0

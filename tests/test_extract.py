@@ -130,7 +130,7 @@ def model_dirs(tmp_path_factory: pytest.TempPathFactory, tokenizer_dir: Path) ->
 
 
 def source(model_dirs: dict[str, Path], arch: str) -> ModelSource:
-    return ModelSource(name=f"tiny-{arch}", location=str(model_dirs[arch]), local=True)
+    return ModelSource.directory(f"tiny-{arch}", str(model_dirs[arch]))
 
 
 def cpu_model(where: ModelSource, dtype: str = "float32") -> Any:
@@ -316,7 +316,7 @@ def test_count_parameters_by_hand(arch: str, loaded: dict[str, tuple[Any, Any]])
 
 
 def test_load_model_missing_path(tmp_path: Path) -> None:
-    missing = ModelSource(name="nothing", location=str(tmp_path / "absent"), local=True)
+    missing = ModelSource.directory("nothing", str(tmp_path / "absent"))
     with pytest.raises(ModelLoadError, match="absent"):
         cpu_model(missing)
     with pytest.raises(ModelLoadError, match="absent"):

@@ -250,7 +250,7 @@ def test_each_configuration_has_its_own_ladder() -> None:
     same_text["ladder"]["sizes"].append({"name": "smoke-d", "layers": 1, "d_model": 8, "heads": 2})
     assert ladder_dir(same_text) == LADDER
     other_text = copy.deepcopy(SMOKE)
-    other_text["ladder"]["corpus"]["pydoc"]["max_chars"] = 1000
+    other_text["ladder"]["corpus"][1]["max_chars"] = 1000
     other_vocab = copy.deepcopy(SMOKE)
     other_vocab["ladder"]["tokenizer"]["vocab_size"] = 1024
     assert len({LADDER, ladder_dir(other_text), ladder_dir(other_vocab)}) == 3

@@ -94,7 +94,7 @@ def test_fits_are_finite(smoke_run):
 def test_ranks_match_an_independent_reference(smoke_run):
     """Per-window forward pass of a ladder checkpoint, brute-force rank: exact agreement."""
     model_dir = smoke_run / ladder_dir(yaml.safe_load((REPO / "config/smoke.yaml").read_text())) / "models/smoke-c"
-    source = ModelSource(name="smoke-c", location=str(model_dir), local=True)
+    source = ModelSource.directory("smoke-c", str(model_dir))
     # as the smoke run's extraction jobs load it (config/smoke.yaml: float32 on the CPU)
     model = load_model(source, dtype="float32", device="cpu", device_map=None, attn_implementation=None)
     tokenizer = load_tokenizer(source)

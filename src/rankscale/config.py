@@ -203,8 +203,29 @@ def problems(instance: Any, schema: Mapping[str, Any], where: str = "") -> list[
     return lines
 
 
+def refuse_old_forms(config: Mapping[str, Any]) -> None:
+    """Keys whose form changed, refused with the form to write instead (before the schema's generic message)."""
+    ladder = config.get("ladder") if isinstance(config, Mapping) else None
+    if not isinstance(ladder, Mapping):
+        return
+    corpus = ladder.get("corpus")
+    if isinstance(corpus, Mapping):
+        entries = "\n".join(f"    - {json.dumps(spec)}  # was {name!r}" for name, spec in corpus.items())
+        raise ConfigError(
+            "ladder.corpus: a mapping gives its entries no order, but their order is the training text's; "
+            f"write it as a list, in the order you mean:\n  corpus:\n{entries}"
+        )
+    train = ladder.get("train")
+    if isinstance(train, Mapping) and "seed" in train:
+        raise ConfigError(
+            f"ladder.train.seed: replaced by ladder.train.seeds, a list (each size is trained once per seed; the "
+            f"first keeps the sizes' names): write `seeds: [{train['seed']}]`"
+        )
+
+
 def validate(config: dict[str, Any], schema_path: Path = SCHEMA_PATH) -> dict[str, Any]:
     """Check `config` against the schema and fill in every default, in place; one line per problem."""
+    refuse_old_forms(config)
     lines = problems(config, load_schema(Path(schema_path)))
     if lines:
         raise ConfigError(f"{schema_path}: the configuration is invalid:\n  " + "\n  ".join(lines))

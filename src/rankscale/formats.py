@@ -14,7 +14,7 @@ and comments do not change a digest; everything else in the code behind an outpu
 
 from rankscale.fingerprint import FormatVersion
 
-RANK_FORMAT = FormatVersion(version=1, code="17b4fe11a3ae39e5", scripts=("corpus", "tokenize", "extract"))
+RANK_FORMAT = FormatVersion(version=1, code="b23033d9931c0f82", scripts=("corpus", "tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
-    version=1, code="0000000000000000", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
+    version=1, code="82d58c94eca8693d", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )

@@ -21,6 +21,10 @@ from rankscale.windows import WINDOW_KEYS, WindowSpec
 SETTING_KEYS = ("dtype", "head_dtype", *WINDOW_KEYS, "ties")
 
 
+# what `params` leaves out at these values: arrays made before the key existed have them
+OMITTED: dict[str, Any] = {"head_dtype": None, "weights": None, "rank_format": 1}
+
+
 @dataclass(frozen=True)
 class RankIdentity:
     location: str  # hub id or local directory of the weights
@@ -32,7 +36,7 @@ class RankIdentity:
     stride: int | None
     max_windows_per_doc: int | None
     ties: str
-    format: int  # RANK_FORMAT's version when the array was made (rankscale.formats)
+    rank_format: int  # RANK_FORMAT's version when the array was made (rankscale.formats)
     weights: str | None  # content digest of a local model's weights and config (None: hub or ladder model)
 
     @classmethod
@@ -48,7 +52,7 @@ class RankIdentity:
         dtype = settings["dtype"]
         head = None if dtype == "float32" else settings["head_dtype"]
         values = {k: settings[k] for k in WINDOW_KEYS}
-        return cls(location, revision, tokenizer, dtype, head, ties=settings["ties"], format=RANK_FORMAT.version,
+        return cls(location, revision, tokenizer, dtype, head, ties=settings["ties"], rank_format=RANK_FORMAT.version,
                    weights=weights, **canonical(values))  # fmt: skip
 
     @property
@@ -56,23 +60,19 @@ class RankIdentity:
         return WindowSpec(self.max_length, self.stride, self.max_windows_per_doc)
 
     def params(self) -> dict[str, Any]:
-        """Canonical Snakemake params: sorted keys, normalised numbers. What an array made before a key existed
-        cannot differ in is left out at that value (no head dtype for float32 models, no weights digest for
-        hub and ladder models, format 1), so such arrays stay up to date."""
-        values = asdict(self)
-        for key in ("head_dtype", "weights"):
-            if values[key] is None:
-                del values[key]
-        if values["format"] == 1:
-            del values["format"]
+        """Canonical Snakemake params: sorted keys, normalised numbers. A key at the value arrays made before it
+        existed have (`OMITTED`: no head dtype for float32 models, no weights digest for hub and ladder models,
+        rank format 1) is left out, so such arrays stay up to date."""
+        values = {k: v for k, v in asdict(self).items() if not (k in OMITTED and v == OMITTED[k])}
         return canonical(values)
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> RankIdentity:
-        return cls(**{f.name: params.get(f.name, 1 if f.name == "format" else None) for f in fields(cls)})
+        return cls(**{f.name: params[f.name] if f.name in params else OMITTED.get(f.name) for f in fields(cls)})
 
     def sidecar(self) -> dict[str, Any]:
-        """The identity as a rank array's sidecar holds it (window settings grouped under `windows`)."""
+        """The identity as a rank array's sidecar holds it (window settings grouped under `windows`; keys at their
+        `OMITTED` value left out, as in the params: a sidecar of an older array reads the same)."""
         out: dict[str, Any] = {
             "location": self.location,
             "revision": self.revision,
@@ -80,12 +80,10 @@ class RankIdentity:
             "dtype": self.dtype,
             "ties": self.ties,
             "windows": {k: getattr(self, k) for k in WINDOW_KEYS},
-            "format": self.format,
         }
-        if self.head_dtype is not None:
-            out["head_dtype"] = self.head_dtype
-        if self.weights is not None:
-            out["weights_sha256"] = self.weights
+        extra = {"head_dtype": self.head_dtype, "rank_format": self.rank_format, "weights_sha256": self.weights}
+        defaults = {"head_dtype": OMITTED["head_dtype"], "rank_format": OMITTED["rank_format"], "weights_sha256": None}
+        out.update({k: v for k, v in extra.items() if v != defaults[k]})
         return out
 
     @classmethod
@@ -98,7 +96,7 @@ class RankIdentity:
             dtype=meta.get("dtype"),
             head_dtype=meta.get("head_dtype"),
             ties=meta.get("ties"),
-            format=meta.get("format", 1),  # arrays made before format versions are format 1
+            rank_format=meta["rank_format"] if "rank_format" in meta else OMITTED["rank_format"],
             weights=meta.get("weights_sha256"),
             **{k: windows.get(k) for k in WINDOW_KEYS},
         )

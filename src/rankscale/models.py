@@ -24,13 +24,19 @@ class ModelSource:
 
     name: str
     location: str  # hub id or local directory
-    revision: str | None = None
+    revision: str | None  # hub revision (None for a local directory)
+    tokenizer: str | None  # None: the model's own, at `location`
+    trust_remote_code: bool
+    allow_pickle: bool
+    tokenizer_revision: str | None  # of a separate hub `tokenizer`; None = main
     local: bool = False
-    tokenizer: str | None = None  # defaults to `location`
-    trust_remote_code: bool = False
-    allow_pickle: bool = False
-    tokenizer_revision: str | None = None  # of a separate hub `tokenizer`; default main
     tokenizer_local: bool = False  # the tokenizer is a directory here (e.g. the ladder's), existing yet or not
+
+    @classmethod
+    def directory(cls, name: str, path: str) -> ModelSource:
+        """A save_pretrained directory with its own tokenizer, safetensors only, no remote code."""
+        return cls(name, path, revision=None, tokenizer=None, trust_remote_code=False, allow_pickle=False,
+                   tokenizer_revision=None, local=True)  # fmt: skip
 
     @property
     def tokenizer_location(self) -> str:

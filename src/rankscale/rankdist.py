@@ -100,7 +100,7 @@ class DistributionFit:
     log_pmf: np.ndarray  # log P(R = r) for r = 1..|V|
 
 
-def fit_family(name: str, hist: np.ndarray, truncate: bool = True) -> DistributionFit:
+def fit_family(name: str, hist: np.ndarray, truncate: bool) -> DistributionFit:
     """Maximum-likelihood fit of family `name` ("lognormal" or one of FAMILIES) to counts[r], r = 0..|V|."""
     vocab_size = len(hist) - 1
     r = np.nonzero(hist)[0]

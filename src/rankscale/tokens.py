@@ -35,7 +35,7 @@ class TokenizedCorpus:
 
 
 def tokenize_documents(
-    docs: list[Document], tokenizer: Any, add_special_tokens: bool = False, max_scored_tokens: int | None = None
+    docs: list[Document], tokenizer: Any, add_special_tokens: bool, max_scored_tokens: int | None
 ) -> tuple[TokenizedCorpus, dict[str, Any]]:
     """Tokenize each document separately; drop (and count) documents under two tokens.
 

@@ -48,7 +48,7 @@ if workflow.is_main_process and (UNPINNED := unpinned(config, PLAN)):  # said on
     )
 
 MODELS = list(PLAN)
-DATASETS = list(config["datasets"])
+DATASETS = sorted(config["datasets"])  # a mapping has no order: figures' columns go by name
 TOKENIZERS = tokenizer_sources(PLAN)
 LADDER = config.get("ladder")
 LADDER_DIR = ladder_dir(config)
@@ -115,8 +115,8 @@ def summaries(suffix="json"):
 def table_inputs(wc):
     table = TABLES[wc.table]
     return {
-        "summaries": summaries() if table.summaries or table.replicates else [],
-        "replicates": summaries("boot.npz") if table.replicates else [],
+        "summaries": summaries() if table.summaries or table.resampled else [],
+        "replicates": summaries("boot.npz") if table.resampled else [],
         "tables": [f"results/tables/{name}.csv" for name in table.needs],
     }
 
@@ -126,6 +126,6 @@ def figure_inputs(wc):
     return {
         "tables": [f"results/tables/{name}.csv" for name in figure.tables],
         "hists": summaries("hist.npz") if figure.hists else [],
-        "summaries": summaries() if figure.hists or figure.replicates else [],  # they verify both
-        "replicates": summaries("boot.npz") if figure.replicates else [],
+        "summaries": summaries() if figure.hists or figure.resampled else [],  # they verify both
+        "replicates": summaries("boot.npz") if figure.resampled else [],
     }

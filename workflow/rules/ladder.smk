@@ -8,8 +8,8 @@ rule ladder_corpus:
     output:
         f"{LADDER_DIR}/train_corpus.jsonl",
     params:
-        specs=[corpus_params(spec) for spec in LADDER["corpus"].values()] if LADDER else [],  # a list: the order is the text's
-        names=lambda wc, output: list(LADDER["corpus"]) if LADDER else [],  # for messages only
+        specs=[corpus_params(spec) for spec in LADDER["corpus"]] if LADDER else [],  # in order: the text's
+        names=lambda wc, output: [f"ladder.corpus[{i}]" for i in range(len(LADDER["corpus"]))] if LADDER else [],
     log:
         "logs/ladder/corpus.log",
     conda:

@@ -15,7 +15,7 @@ from rankscale.sources import load_corpus
 log = setup_logging(snakemake.log[0])
 docs = []
 for name, spec in zip(snakemake.params.names, snakemake.params.specs, strict=True):
-    part, counts = load_corpus(spec, where=f"ladder.corpus.{name}")
+    part, counts = load_corpus(spec, where=name)
     log.info("%s: %d documents, %d characters, %s", name, len(part), sum(len(d.text) for d in part), counts)
     docs.extend(part)
 evaluated = [doc for path in snakemake.input.evaluated for doc in read_jsonl(path)]

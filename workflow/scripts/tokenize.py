@@ -16,7 +16,8 @@ from rankscale.models import ModelSource, load_tokenizer
 from rankscale.tokens import save_tokens, tokenize_documents, tokenizer_fingerprint
 
 log = setup_logging(snakemake.log[0])
-source = ModelSource(**snakemake.params.source)
+# the params name what the tokenizer loads (rankscale.plan.tokenizer_params): a source of its own
+source = ModelSource(**snakemake.params.source, tokenizer_revision=None)
 where = f"{source.tokenizer_location}@{source.tokenizer_ref}" if source.tokenizer_ref else source.tokenizer_location
 tokenizer = load_tokenizer(source, label=f"tokenizer of models {snakemake.params.models} ({where})")
 docs = read_jsonl(snakemake.input.corpus)

@@ -16,20 +16,25 @@ class Points:
     """Where a law is fitted or evaluated: model sizes S and, for laws in training tokens too, D."""
 
     S: np.ndarray
-    D: np.ndarray | None = None
+    training_tokens: np.ndarray | None  # D, for laws in (S, D)
 
     @classmethod
-    def of(cls, S: Any, D: Any = None) -> Points:
+    def of(cls, S: Any) -> Points:
+        """Sizes alone, for laws in S."""
+        return cls(np.atleast_1d(np.asarray(S, dtype=np.float64)), None)
+
+    @classmethod
+    def joint(cls, S: Any, training_tokens: Any) -> Points:
+        """Sizes and training tokens, for laws in (S, D)."""
         return cls(
-            np.atleast_1d(np.asarray(S, dtype=np.float64)),
-            None if D is None else np.atleast_1d(np.asarray(D, dtype=np.float64)),
+            np.atleast_1d(np.asarray(S, dtype=np.float64)), np.atleast_1d(np.asarray(training_tokens, dtype=np.float64))
         )
 
     def __len__(self) -> int:
         return len(self.S)
 
     def take(self, index: Any) -> Points:
-        return Points(self.S[index], None if self.D is None else self.D[index])
+        return Points(self.S[index], None if self.training_tokens is None else self.training_tokens[index])
 
 
 class FittedLaw(Protocol):

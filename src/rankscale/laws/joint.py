@@ -35,9 +35,9 @@ class JointLaw:
         return self.E + self.A * s ** (-self.alpha) + self.B * d ** (-self.beta)
 
     def predict(self, points: Points) -> np.ndarray:
-        if points.D is None:
+        if points.training_tokens is None:
             raise ValueError("the joint law predicts at (S, D): give the training tokens D too")
-        return self.at(points.S, points.D)
+        return self.at(points.S, points.training_tokens)
 
     def row(self) -> dict[str, float]:
         return {"E": self.E, "A": self.A, "alpha": self.alpha, "B": self.B, "beta": self.beta}
@@ -51,9 +51,9 @@ class JointLaw:
 
     @classmethod
     def fit(cls, points: Points, y: np.ndarray, start: JointLaw | None = None) -> JointLaw:
-        if points.D is None:
+        if points.training_tokens is None:
             raise ValueError("the joint law is fitted at (S, D): give the training tokens D too")
-        return fit_joint_law(points.S, points.D, y, start)
+        return fit_joint_law(points.S, points.training_tokens, y, start)
 
     def compute_optimal(self, compute: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(S, y) minimising y at compute C = 6 S D: S_opt = G (C / 6)^(beta / (alpha + beta))."""
@@ -64,9 +64,13 @@ class JointLaw:
 
     @staticmethod
     def predict_replicates(params: Replicates, points: Points) -> np.ndarray:
-        assert points.D is not None
+        assert points.training_tokens is not None
         p = {name: params[name][:, None] for name in COLUMNS}
-        return p["E"] + p["A"] * points.S[None, :] ** (-p["alpha"]) + p["B"] * points.D[None, :] ** (-p["beta"])
+        return (
+            p["E"]
+            + p["A"] * points.S[None, :] ** (-p["alpha"])
+            + p["B"] * points.training_tokens[None, :] ** (-p["beta"])
+        )
 
 
 def _huber(r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -86,7 +86,7 @@ class PowerLaw:
         return fit_power_law(points.S, y)
 
     @staticmethod
-    def fit_replicates(points: Points, y: np.ndarray, law: Any = None, refits: int = 0) -> Replicates:
+    def fit_replicates(points: Points, y: np.ndarray, law: Any, refits: int) -> Replicates:
         """Every replicate at once (closed form); a replicate with y <= 0 or non-finite gets NaN."""
         with np.errstate(divide="ignore", invalid="ignore"):
             line = ols(np.log(points.S), np.log(np.asarray(y, dtype=np.float64)))

@@ -75,7 +75,7 @@ def dataset_sections(config: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """Every dataset entry by its key path: evaluated datasets and the ladder's training corpus."""
     sections = {f"datasets.{k}": v for k, v in config["datasets"].items()}
     if config.get("ladder"):
-        sections.update({f"ladder.corpus.{k}": v for k, v in config["ladder"]["corpus"].items()})
+        sections.update({f"ladder.corpus[{i}]": v for i, v in enumerate(config["ladder"]["corpus"])})
     return sections
 
 

@@ -73,7 +73,7 @@ def ladder_dir(config: Mapping[str, Any]) -> str:
         return f"{LADDER_ROOT}/none"
     ladder = validated["ladder"]
     key = {
-        "corpus": [corpus_params(spec) for spec in ladder["corpus"].values()],
+        "corpus": [corpus_params(spec) for spec in ladder["corpus"]],
         "tokenizer": ladder["tokenizer"],
         "disjoint_from": {name: corpus_params(spec) for name, spec in validated["datasets"].items()},
     }

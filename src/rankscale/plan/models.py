@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,19 +61,19 @@ class ModelPlan:
     tokenizer_key: str
     settings: dict[str, Any]  # the identity settings (dtype, head dtype, windows, ties) before dataset overrides
     runtime: Runtime
-    expected_size: int | None = None  # published S, checked against the loaded model
-    expected_vocab: int | None = None  # published len(tokenizer), checked at extraction
-    dataset_windows: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-dataset window overrides
-    where: str = "models[?]"  # the entry's key path, for messages
-    keys: dict[str, str] = field(default_factory=lambda: {"device": "extraction.device"})  # setting -> its key path
-    allow_vocab_gap: bool = False  # an output layer wider than the tokenizer beyond padding is accepted
-    D: int | None = None  # training tokens seen, where known
-    size: str = ""  # the size this model is a checkpoint of (its own name for a final model)
-    final: bool = True  # the last checkpoint of its size: size laws use these only
-    checkpoint: int | None = None  # a ladder checkpoint: the training tokens it was asked at
-    weights: str | None = None  # a local model's weights digest (rankscale.fingerprint.weights_digest)
-    seed: int | None = None  # the training seed, where known
-    replica_of: str = ""  # the size it is one training run of (several seeds of one size share it)
+    expected_size: int | None  # published S, checked against the loaded model
+    expected_vocab: int | None  # published len(tokenizer), checked at extraction
+    dataset_windows: dict[str, dict[str, Any]]  # per-dataset window overrides
+    where: str  # the entry's key path, for messages
+    keys: dict[str, str]  # setting -> the key path it was given at
+    allow_vocab_gap: bool  # an output layer wider than the tokenizer beyond padding is accepted
+    D: int | None  # training tokens seen, where known
+    size: str  # the training run this model is a checkpoint of (its own name for a final model)
+    checkpoint: int | None  # a ladder checkpoint: the training tokens it was asked at
+    weights: str | None  # a local model's weights digest (rankscale.fingerprint.weights_digest)
+    seed: int | None  # the training seed, where known
+    replica_of: str  # the size it is one training run of (several seeds of one size share it)
+    final: bool = True  # the last checkpoint of its run: size laws use these only (mark_checkpoints sets it)
 
     def info(self) -> dict[str, Any]:
         """What the summaries record about the model besides what it scored (`rankscale.summary.ModelInfo`)."""
@@ -153,8 +153,12 @@ def _source(
         source = ModelSource(
             name=name,
             location=f"{ladder}/models/{name}",
-            local=True,
+            revision=None,
             tokenizer=f"{ladder}/tokenizer",
+            trust_remote_code=False,
+            allow_pickle=False,
+            tokenizer_revision=None,
+            local=True,
             tokenizer_local=True,
         )  # the tokenizer is the workflow's own output: local before it exists, so params never flip
         return source, "ladder", (entry["seq_len"], f"ladder model {name!r} (ladder.train.seq_len)")
@@ -175,7 +179,7 @@ def _source(
             tokenizer = entry["tokenizer"]
             if tokenizer and tokenizer.startswith(("/", ".")) and not Path(tokenizer).exists():
                 raise ConfigError(f"{where}.tokenizer: {tokenizer!r} does not exist")
-        source = ModelSource(location=path, local=True, **common)
+        source = ModelSource(location=path, revision=None, local=True, **common)
         return source, tokenizer_key(source), positions
     if entry.get("hub_id"):
         source = ModelSource(location=entry["hub_id"], revision=entry["revision"], **common)

@@ -71,10 +71,10 @@ def figure_settings(config: Mapping[str, Any], figure: str, datasets: Sequence[s
         {
             **{key: config["figures"][key] for key in entry.settings},
             "datasets": list(datasets),
-            "models": list(models) if entry.hists or entry.replicates else [],
+            "models": list(models) if entry.hists or entry.resampled else [],
             "law_form": analysis["law_form"] if entry.reads_fits else None,
-            "level": analysis["bootstrap"]["level"] if entry.replicates else None,
-            "refits": analysis["bootstrap"]["refits"] if entry.replicates else None,
+            "level": analysis["bootstrap"]["level"] if entry.resampled else None,
+            "refits": analysis["bootstrap"]["refits"] if entry.resampled else None,
         }
     )
 

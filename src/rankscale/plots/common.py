@@ -32,8 +32,8 @@ class FigureData:
     form: FitForm | None  # analysis.law_form: the form powerlaw_fits.csv holds (figures that draw fits)
     level: float | None  # coverage of the bands drawn (analysis.bootstrap.level; figures with replicates)
     refits: int | None  # replicates a form without a closed form is refitted on (analysis.bootstrap.refits)
+    replicates: Replicates | None  # for figures that draw bands (`resampled`)
     hists: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # (model, dataset) -> counts
-    replicates: Replicates | None = None  # for figures that draw bands
 
     @property
     def law_form(self) -> FitForm:
@@ -50,7 +50,7 @@ class Figure:
     settings: tuple[str, ...] = ()  # keys of `figures:` it reads (changing one reruns this figure only)
     k_settings: tuple[str, ...] = ()  # those of `settings` that hold k values: they join the k grid
     hists: bool = False  # reads every model x dataset rank histogram
-    replicates: bool = False  # reads every summary and its bootstrap replicates (bands, intervals)
+    resampled: bool = False  # reads every summary and its bootstrap replicates (bands, intervals)
 
     @property
     def reads_fits(self) -> bool:

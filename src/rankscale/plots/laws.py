@@ -51,7 +51,7 @@ def draw_law(
     k: int | None,
     color: str,
     marker: str = "o",
-    name: str = "",
+    series: str = "",
 ) -> bool:
     """One family's points with error bars, its fitted law and the law's bootstrap band; False if nothing to draw."""
     key = LawKey(family, dataset, law, k)
@@ -65,7 +65,7 @@ def draw_law(
     yerr = np.abs(bounds.T - y)
     ax.errorbar(group["S"][ok], y[ok], yerr=yerr[:, ok], fmt=marker, color=color, ms=5, capsize=2, lw=1)
     fit = key.select(data.tables["powerlaw_fits"], data.law_form)
-    label = f"{family} {name}".strip()
+    label = f"{family} {series}".strip()
     if fit is not None:
         grid_s = Points.of(np.geomspace(group["S"].min(), group["S"].max(), 60))
         ax.plot(grid_s.S, fit.form.predict(fit.law, grid_s), "-", color=color, alpha=0.85)
@@ -260,7 +260,7 @@ FIGURES = [
         name="fig3_rbp1",
         plot=fig_rbp1,
         tables=LAW_TABLES,
-        replicates=True,
+        resampled=True,
         caption=(
             "Paper Fig. 3: -log RBP_1 (RBP_1 = greedy-decoding accuracy) against non-embedding parameters "
             "S, one panel per dataset, with the fitted power law -log RBP_1 = C S^-alpha per family; the "
@@ -273,7 +273,7 @@ FIGURES = [
         tables=LAW_TABLES,
         settings=("rbp_k",),
         k_settings=("rbp_k",),
-        replicates=True,
+        resampled=True,
         caption=(
             "Paper Fig. 4: -log RBP_k against S for the k of ``figures.rbp_k`` (rows) and each dataset "
             "(columns), with the fitted power laws, their exponents alpha (with intervals) and R². " + INTERVAL_NOTE
@@ -285,7 +285,7 @@ FIGURES = [
         tables=LAW_TABLES,
         settings=("large_k",),
         k_settings=("large_k",),
-        replicates=True,
+        resampled=True,
         caption=(
             "Paper Fig. 5: -log RBP_k against S for large k (those of ``figures.large_k`` that do not "
             "exceed the vocabulary), where the paper sees the law weaken (k of 20,000-30,000 for "
@@ -309,7 +309,7 @@ FIGURES = [
         name="fig8a_ce_vs_rbp1",
         plot=fig_ce_vs_rbp1,
         tables=LAW_TABLES,
-        replicates=True,
+        resampled=True,
         caption=(
             "Paper Fig. 8 (left): cross-entropy (circles) and -log RBP_1 (squares) against S on shared log-log "
             "axes, each with its power-law fit, so the two exponents compare at a glance (the paper finds them "

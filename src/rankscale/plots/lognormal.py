@@ -189,7 +189,7 @@ FIGURES = [
         name="fig8b_derived_laws",
         plot=fig_derived_laws,
         tables=("metrics", "powerlaw_fits", "exponent_contrasts"),
-        replicates=True,
+        resampled=True,
         caption=(
             "Paper Fig. 8b, the unification conjecture: per dataset, the measured cross-entropy and -log RBP_1 "
             "against S with their power laws, beside what the discrete lognormal fitted to each model's ranks "

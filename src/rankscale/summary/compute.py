@@ -101,11 +101,13 @@ class RankPairs:
 def rank_tests(hist: np.ndarray, pairs: RankPairs, n_rows: int) -> tuple[dict[str, RankTest], dict[str, np.ndarray]]:
     """Fits of the lognormal and each alternative family, Vuong's test of the lognormal against each,
     and per document the summed pointwise log-likelihood ratio (for its bootstrap interval)."""
-    lognormal = fit_family("lognormal", hist)
+    # every family on 1..|V| alike, whatever analysis.lognormal.truncate says of the conjecture's lognormal:
+    # a test of fits to the same support
+    lognormal = fit_family("lognormal", hist, truncate=True)
     out = {"lognormal": RankTest(list(lognormal.params), lognormal.loglik_per_token)}
     per_doc: dict[str, np.ndarray] = {}
     for name in FAMILIES:
-        alternative = fit_family(name, hist)
+        alternative = fit_family(name, hist, truncate=True)
         test = vuong(lognormal, alternative, hist)
         out[name] = RankTest(list(alternative.params), alternative.loglik_per_token, test.mean_llr, test.z,
                              test.p_value)  # fmt: skip

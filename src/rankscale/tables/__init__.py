@@ -29,7 +29,7 @@ def build_table(
     summaries: Sequence[Summary],
     tables: Mapping[str, pd.DataFrame],
     settings: TableSettings,
-    replicates: Replicates | None = None,
+    replicates: Replicates | None,
 ) -> pd.DataFrame:
     """Build table `name` from the summaries, the tables it needs and the bootstrap replicates."""
     table = TABLES[name]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -68,15 +68,15 @@ class Replicates:
 class TableInputs:
     summaries: list[Summary]
     settings: TableSettings
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)  # the tables this one needs, by name
-    replicates: Replicates | None = None
+    tables: dict[str, pd.DataFrame]  # the tables this one needs, by name
+    replicates: Replicates | None  # every summary's bootstrap replicates, for tables marked `resampled`
 
     @property
     def level(self) -> float:
         return float(self.settings.get("level"))
 
     def needed(self) -> Replicates:
-        """The replicates, which a table marked `replicates=True` always gets."""
+        """The replicates, which a table marked `resampled=True` always gets."""
         assert self.replicates is not None, "this table reads bootstrap replicates"
         return self.replicates
 
@@ -89,7 +89,7 @@ class Table:
     needs: tuple[str, ...] = ()  # tables it is built from
     settings: tuple[str, ...] = ()  # the TableSettings it reads
     summaries: bool = True  # reads every model x dataset summary
-    replicates: bool = False  # reads every summary's bootstrap replicates
+    resampled: bool = False  # reads every summary's bootstrap replicates
 
 
 def typed(df: pd.DataFrame) -> pd.DataFrame:

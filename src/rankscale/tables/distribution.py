@@ -142,7 +142,7 @@ TABLES = [
     Table(
         name="conjecture",
         build=lambda inputs: conjecture_table(inputs.summaries, inputs.needed(), inputs.level),
-        replicates=True,
+        resampled=True,
         settings=("level",),
         caption=(
             "The lognormal conjecture, per model and dataset: measured cross-entropy ``ce``; the error entropy "
@@ -158,7 +158,7 @@ TABLES = [
     Table(
         name="rank_distribution_tests",
         build=lambda inputs: rank_tests_table(inputs.summaries, inputs.needed(), inputs.level),
-        replicates=True,
+        resampled=True,
         settings=("level",),
         caption=(
             "Is the rank distribution lognormal? Per model and dataset, maximum-likelihood fits on 1..|V| of "
@@ -173,7 +173,7 @@ TABLES = [
     Table(
         name="lognormal_trends",
         build=lambda inputs: lognormal_trends_table(finals_of(inputs.summaries), inputs.needed(), inputs.level),
-        replicates=True,
+        resampled=True,
         settings=("level",),
         caption=(
             "Hypothesis 2 of the paper: mu, sigma and mu/sigma of the fitted lognormal against log S, per family "

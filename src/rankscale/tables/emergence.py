@@ -153,7 +153,7 @@ TABLES = [
             inputs.summaries, inputs.tables["powerlaw_fits"], inputs.replicates, inputs.level, _form(inputs)
         ),
         needs=("powerlaw_fits",),
-        replicates=True,
+        resampled=True,
         settings=("level", "law_form"),
         caption=(
             "Emergence: for a task needing N consecutive tokens inside the top-k, ``empirical`` is the measured "
@@ -175,7 +175,7 @@ TABLES = [
             int(inputs.settings.get("refits")),
         ),
         needs=("powerlaw_fits",),
-        replicates=True,
+        resampled=True,
         settings=("level", "law_form", "refits"),
         caption=(
             "The paper's emergence law -log p_{N,k} = N C S^-alpha tested on measured run rates: per family, "

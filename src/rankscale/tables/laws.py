@@ -333,7 +333,7 @@ TABLES = [
         ),
         needs=("metrics",),
         summaries=False,
-        replicates=True,
+        resampled=True,
         settings=LAW_SETTINGS,
         caption=(
             "Power-law fits ``y = C S^-alpha`` per family, dataset and k, by ordinary least squares of "
@@ -360,7 +360,7 @@ TABLES = [
         ),
         needs=("metrics", "powerlaw_fits"),
         summaries=False,
-        replicates=True,
+        resampled=True,
         settings=LAW_SETTINGS,
         caption=(
             "Exponents compared, with paired-bootstrap percentile intervals (both laws refitted on the same "
@@ -383,7 +383,7 @@ TABLES = [
         ),
         needs=("metrics",),
         summaries=False,
-        replicates=True,
+        resampled=True,
         settings=(*LAW_SETTINGS, "law_k"),
         caption=(
             "Out-of-sample test: the law fitted without the largest size (``n_fit`` = all but one) and, "

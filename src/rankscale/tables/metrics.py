@@ -39,7 +39,7 @@ TABLES = [
     Table(
         name="metrics",
         build=lambda inputs: metrics_table(inputs.summaries, inputs.replicates, inputs.level),
-        replicates=True,
+        resampled=True,
         settings=("level",),
         caption=(
             "Tidy metrics: one row per model, dataset and metric. ``metric = rbp`` rows give RBP_k "

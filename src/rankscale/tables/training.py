@@ -52,7 +52,7 @@ def data_fits_table(metrics: pd.DataFrame, replicates: Replicates, ks: Sequence[
             except ValueError as exc:
                 rows.append({**row, "note": str(exc)})
                 continue
-            reps = PowerLaw.fit_replicates(Points.of(tokens), law_replicates(group, replicates))
+            reps = PowerLaw.fit_replicates(Points.of(tokens), law_replicates(group, replicates), law, 0)
             row.update(with_intervals(law.alpha, reps["alpha"], level, "beta"))
             row.update(with_intervals(law.C, reps["C"], level, "C"))
             row.update(with_intervals(law.r2, reps["r2"], level, "r2"))
@@ -72,7 +72,7 @@ def joint_fits_table(
             continue  # no checkpoints: nothing to fit in D
         metric = METRICS[name]
         size, tokens = group["S"].to_numpy(dtype=np.float64), group["D"].to_numpy(dtype=np.float64)
-        points = Points.of(size, tokens)
+        points = Points.joint(size, tokens)
         y = metric.to_law(group["value"].to_numpy(dtype=np.float64))
         row: dict[str, Any] = {"family": family, "dataset": dataset, "metric": metric.law, "k": k,
                                "n_points": len(group)}  # fmt: skip
@@ -118,7 +118,7 @@ TABLES = [
         ),
         needs=("metrics",),
         summaries=False,
-        replicates=True,
+        resampled=True,
         settings=("level", "law_k"),
         caption=(
             "Scaling in training tokens: per size (its checkpoints, each with the training tokens D it has "
@@ -138,7 +138,7 @@ TABLES = [
         ),
         needs=("metrics",),
         summaries=False,
-        replicates=True,
+        resampled=True,
         settings=("level", "law_k", "refits"),
         caption=(
             "Size and training tokens together: y = E + A S^-alpha + B D^-beta over every size and checkpoint, "
