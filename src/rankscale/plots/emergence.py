@@ -10,7 +10,17 @@ import numpy as np
 import pandas as pd
 
 from rankscale.laws import Points
-from rankscale.plots.common import S_LABEL, Figure, FigureData, cycle_color, grid, save
+from rankscale.plots.common import (
+    CLIP_NOTE,
+    S_LABEL,
+    Figure,
+    FigureData,
+    clipped_errorbar,
+    cycle_color,
+    figure_legend,
+    grid,
+    save,
+)
 from rankscale.plots.laws import readable_log_ticks
 from rankscale.tables import LawKey, finals, select
 
@@ -45,7 +55,12 @@ def fig_emergence(data: FigureData, settings: Mapping[str, Any], png: Path) -> N
         for j, k in enumerate(ks):
             ax = axes[i, j]
             sel = select(table, dataset=dataset, family=family, k=k)
-            drawn: list[np.ndarray] = []
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            # the points set the scale: an interval reaching a rate of 0 (-log 0 = inf) is clipped at the edge
+            rates = sel[list(KINDS)].to_numpy(float)
+            ys = -np.log(rates[(rates > 0) & (rates < 1)])
+            ylim = (ys.min() / 1.5, ys.max() * 1.5) if ys.size else None
             for c, (n, group) in enumerate(sel.groupby("N")):
                 color, sizes = cycle_color(c), group["S"].to_numpy(float)
                 for kind, style in KINDS.items():
@@ -53,13 +68,10 @@ def fig_emergence(data: FigureData, settings: Mapping[str, Any], png: Path) -> N
                     ok = (p > 0) & (p < 1)
                     if not ok.any():
                         continue
-                    y = -np.log(p[ok])
-                    drawn.append(y)
-                    bounds = -np.log(
-                        np.clip(group.loc[ok, [f"{kind}_ci_high", f"{kind}_ci_low"]].to_numpy(float), 1e-300, None)
-                    )
-                    ax.errorbar(sizes[ok], y, yerr=np.abs(bounds.T - y), fmt=style["fmt"], color=color, ms=4, capsize=2,
-                                mfc=color if kind == "empirical" else "none", lw=0.8)  # fmt: skip
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        low, high = (-np.log(group[f"{kind}_ci_{end}"].to_numpy(float)[ok]) for end in ("high", "low"))
+                    clipped_errorbar(ax, sizes[ok], -np.log(p[ok]), low, high, ylim=ylim, marker=style["fmt"],
+                                     color=color, ms=4, mfc=color if kind == "empirical" else "none", lw=0.8)  # fmt: skip
                 curve = _law_curve(data, family, dataset, k, int(n), sizes, 0.0)
                 if curve is not None:
                     ax.plot(curve[0], curve[1], "-", color=color, alpha=0.7, lw=1)
@@ -67,17 +79,14 @@ def fig_emergence(data: FigureData, settings: Mapping[str, Any], png: Path) -> N
             for style in KINDS.values():
                 ax.plot([], [], style["fmt"], color="0.3", mfc="none", label=style["label"])
             ax.plot([], [], "-", color="0.3", label="fitted law $N\\,C\\,S^{-\\alpha}$")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            if drawn:  # the points set the scale: an interval whose low end is a rate of 0 runs off the panel
-                ys = np.concatenate(drawn)
-                ax.set_ylim(ys.min() / 1.5, ys.max() * 1.5)
+            if ylim is not None:
+                ax.set_ylim(ylim)
             ax.set_xlabel(S_LABEL)
             ax.set_ylabel(f"$-\\log p_{{N,k}}$, k = {k}")
             ax.set_title(f"{family} on {dataset}, top-{k}")
             ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=5, ncol=2)
             readable_log_ticks(ax)
+    figure_legend(fig, fontsize=8, ncol=6)
     save(fig, png)
 
 
@@ -95,9 +104,9 @@ def fig_emergence_probability(data: FigureData, settings: Mapping[str, Any], png
             top = float(sel["S"].max()) if len(sel) else 1.0
             for c, (n, group) in enumerate(sel.groupby("N")):
                 color, sizes = cycle_color(c), group["S"].to_numpy(float)
-                p = group["empirical"].to_numpy(float)
-                err = np.abs(group[["empirical_ci_low", "empirical_ci_high"]].to_numpy(float).T - p)
-                ax.errorbar(sizes, p, yerr=err, fmt="o", color=color, ms=4, capsize=2, label=f"N = {n}")
+                low, high = (group[f"empirical_ci_{end}"].to_numpy(float) for end in ("low", "high"))
+                clipped_errorbar(ax, sizes, group["empirical"], low, high, ylim=(-0.02, 1.02), color=color, ms=4,
+                                 label=f"N = {n}")  # fmt: skip
                 curve = _law_curve(data, family, dataset, k, int(n), sizes, decades)
                 if curve is not None:
                     inside = curve[0] <= sizes.max() * (1 + 1e-9)
@@ -111,7 +120,7 @@ def fig_emergence_probability(data: FigureData, settings: Mapping[str, Any], png
             ax.set_ylabel(f"$p_{{N,k}}$, k = {k}")
             ax.set_title(f"{family} on {dataset}, top-{k}")
             ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=6)
+    figure_legend(fig, fontsize=8, ncol=8)
     save(fig, png)
 
 
@@ -127,8 +136,11 @@ FIGURES = [
             "intervals; crosses: RBP_k^N (independent positions); triangles: a first-order Markov chain of hits; "
             "lines: the paper's sequence law N C S^-alpha from the fitted -log RBP_k law. Where the circles lie "
             "below the crosses, hits cluster (a hit makes the next one likelier) and independence underestimates "
-            "the runs. Rates of 0 or 1 have no place on a log axis and are left out (emergence.csv has them); an "
-            "interval that reaches a rate of 0 (too few runs in some resamples) runs off the top of its panel."
+            "the runs. Rates of 0 or 1 have no place on a log axis and are left out (emergence.csv has them); the "
+            "points set each panel's range, so an interval that reaches a rate of 0 (too few runs in some "
+            "resamples: -log p unbounded) or runs past the panel ends in an arrowhead at its edge. A degenerate "
+            "interval (zero width, or no bounds) has no bar and a hollow marker in a grey ring. One legend for "
+            "all panels, below them."
         ),
     ),
     Figure(
@@ -140,7 +152,8 @@ FIGURES = [
             "Emergence in probability space: the measured N-run rate p_{N,k} against S (linear axis) with "
             "document-bootstrap intervals, and exp(-N C S^-alpha) from the fitted law over the measured sizes "
             "(solid). Beyond them the law is drawn dotted on a grey band only when ``figures.emergence_extrapolate`` "
-            "asks for that many decades; the sigmoid-looking rise of larger N is the paper's picture of emergence."
+            "asks for that many decades; the sigmoid-looking rise of larger N is the paper's picture of emergence. "
+            "One legend for all panels, below them. " + CLIP_NOTE
         ),
     ),
 ]

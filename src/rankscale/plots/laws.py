@@ -14,13 +14,25 @@ from matplotlib import ticker
 from rankscale.bootstrap import interval
 from rankscale.laws import Points
 from rankscale.metrics import METRICS, metric_for_law
-from rankscale.plots.common import S_LABEL, Figure, FigureData, colors, cycle_color, grid, save
+from rankscale.plots.common import (
+    CLIP_NOTE,
+    S_LABEL,
+    Figure,
+    FigureData,
+    clipped_errorbar,
+    colors,
+    cycle_color,
+    figure_legend,
+    grid,
+    legend_below,
+    save,
+)
 from rankscale.tables import LawKey, select
 from rankscale.tables.laws import law_replicates
 
 INTERVAL_NOTE = (
     "Error bars: percentile intervals of a bootstrap over documents (``analysis.bootstrap``); shaded band: "
-    "the pointwise interval of the law refitted on every bootstrap replicate."
+    "the pointwise interval of the law refitted on every bootstrap replicate. " + CLIP_NOTE
 )
 
 
@@ -53,7 +65,8 @@ def draw_law(
     marker: str = "o",
     series: str = "",
 ) -> bool:
-    """One family's points with error bars, its fitted law and the law's bootstrap band; False if nothing to draw."""
+    """One family's points with error bars (clipped to the panel: set its log scales first), its fitted law and
+    the law's bootstrap band; False if nothing to draw."""
     key = LawKey(family, dataset, law, k)
     metric = key.metric
     group = key.points(data.tables["metrics"])
@@ -61,9 +74,10 @@ def draw_law(
     ok = y > 0
     if not ok.any():
         return False
-    bounds = np.sort(metric.to_law(group[["ci_low", "ci_high"]].to_numpy(float)), axis=1)
-    yerr = np.abs(bounds.T - y)
-    ax.errorbar(group["S"][ok], y[ok], yerr=yerr[:, ok], fmt=marker, color=color, ms=5, capsize=2, lw=1)
+    with np.errstate(divide="ignore", invalid="ignore"):  # -log of a bound of 0 is unbounded: clipped, marked
+        bounds = metric.to_law(group[["ci_low", "ci_high"]].to_numpy(float))
+    s_ok = group["S"].to_numpy(float)[ok]
+    clipped_errorbar(ax, s_ok, y[ok], bounds[ok, 0], bounds[ok, 1], marker=marker, color=color, ms=5)
     fit = key.select(data.tables["powerlaw_fits"], data.law_form)
     label = f"{family} {series}".strip()
     if fit is not None:
@@ -87,15 +101,15 @@ def law_panel(ax: Any, data: FigureData, dataset: str, law: str, k: int | None) 
     """Every family's fitted quantity y(S) on `dataset`, log-log, with fits, intervals and bands."""
     metrics = data.tables["metrics"]
     palette = colors(metrics["family"].unique())
+    ax.set_xscale("log")
+    ax.set_yscale("log")
     drawn = [draw_law(ax, data, family, dataset, law, k, palette[family]) for family in sorted(palette)]
     if not any(drawn):
         ax.text(0.5, 0.5, "no data in range", transform=ax.transAxes, ha="center")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
     ax.set_xlabel(S_LABEL)
     ax.set_ylabel(metric_for_law(law).axis_label(k))
     ax.set_title(f"{dataset}" + (f", k = {k}" if k is not None else ""))
-    ax.legend(fontsize=6)
+    legend_below(ax, fontsize=7)
     ax.grid(True, which="both", alpha=0.3)
     readable_log_ticks(ax)
 
@@ -104,7 +118,7 @@ def rbp_rows(data: FigureData, ks: Sequence[int], png: Path) -> None:
     """-log RBP_k vs S, one row per k, one column per dataset."""
     metrics = data.tables["metrics"]
     shown: list[int | None] = [k for k in ks if (metrics["k"] == k).any()] or [None]
-    fig, axes = grid(len(shown), len(data.datasets), w=4.6)
+    fig, axes = grid(len(shown), len(data.datasets), w=4.6, h=3.9)  # each with its legend under it
     for i, k in enumerate(shown):
         for j, dataset in enumerate(data.datasets):
             if k is None:
@@ -173,7 +187,7 @@ def fig_r2_alpha(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
         for ax in axes[:, j]:
             ax.set_xlabel("$k$")
             ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=7)
+    figure_legend(fig, fontsize=8, ncol=4)
     save(fig, png)
 
 
@@ -184,17 +198,17 @@ def fig_ce_vs_rbp1(data: FigureData, settings: Mapping[str, Any], png: Path) -> 
     fig, axes = grid(1, len(data.datasets), w=5.2, h=4.0)
     for j, dataset in enumerate(data.datasets):
         ax = axes[0, j]
+        ax.set_xscale("log")
+        ax.set_yscale("log")
         for i, family in enumerate(families):
             draw_law(ax, data, family, dataset, "ce", None, cycle_color(2 * i), "o", "CE")
             draw_law(
                 ax, data, family, dataset, "neg_log_rbp", 1, cycle_color(2 * i + 1), "s", "$-\\log\\,\\mathrm{RBP}_1$"
             )
-        ax.set_xscale("log")
-        ax.set_yscale("log")
         ax.set_xlabel(S_LABEL)
         ax.set_ylabel("cross-entropy (nats) and $-\\log \\mathrm{RBP}_1$")
         ax.set_title(dataset)
-        ax.legend(fontsize=6)
+        legend_below(ax, fontsize=7)
         ax.grid(True, which="both", alpha=0.3)
         readable_log_ticks(ax)
     save(fig, png)
@@ -211,9 +225,12 @@ def fig_extrapolation(data: FigureData, settings: Mapping[str, Any], png: Path) 
     for j, dataset in enumerate(data.datasets):
         ax = axes[0, j]
         sel = table[table["dataset"] == dataset] if len(table) else pd.DataFrame(columns=EXTRAPOLATION_COLUMNS)
-        # a point needs a positive prediction, interval and observation to sit on log axes
-        drawable = sel[EXTRAPOLATION_COLUMNS[2:]].gt(0).all(axis=1) if len(sel) else pd.Series(dtype=bool)
+        # a point needs a positive prediction and observation to sit on log axes (a bound that cannot is clipped)
+        drawable = sel[["predicted", "observed"]].gt(0).all(axis=1) if len(sel) else pd.Series(dtype=bool)
         sel = sel[drawable]
+        if len(sel):
+            ax.set_xscale("log")
+            ax.set_yscale("log")
         labels = [
             (m, None if pd.isna(k) else int(k))
             for m, k in sel[["metric", "k"]].drop_duplicates().itertuples(index=False)
@@ -221,25 +238,15 @@ def fig_extrapolation(data: FigureData, settings: Mapping[str, Any], png: Path) 
         for c, (metric, k) in enumerate(labels):
             rows = select(sel, metric=metric, k=k)
             for n_out, part in rows.groupby(rows["n_fit"].rank(method="dense", ascending=False).astype(int)):
-                yerr = np.abs(
-                    part[["predicted_ci_low", "predicted_ci_high"]].to_numpy().T - part["predicted"].to_numpy()
-                )
-                ax.errorbar(
-                    part["observed"],
-                    part["predicted"],
-                    yerr=yerr,
-                    fmt=markers.get(n_out, "s"),
-                    color=cycle_color(c),
-                    ms=5,
-                    capsize=2,
-                )
+                low, high = (part[f"predicted_ci_{end}"].to_numpy(float) for end in ("low", "high"))
+                clipped_errorbar(ax, part["observed"], part["predicted"], low, high, marker=markers.get(n_out, "s"),
+                                 color=cycle_color(c), ms=5)  # fmt: skip
             ax.plot([], [], "o", color=cycle_color(c), label=METRICS[metric].axis_label(k, law=False))
         if len(sel):
-            lo = float(min(sel["observed"].min(), sel["predicted_ci_low"].min())) * 0.9
-            hi = float(max(sel["observed"].max(), sel["predicted_ci_high"].max())) * 1.1
+            values = sel[EXTRAPOLATION_COLUMNS[2:]].to_numpy(float)
+            values = values[np.isfinite(values) & (values > 0)]  # the bounds that sit on the axes
+            lo, hi = float(values.min()) * 0.9, float(values.max()) * 1.1
             ax.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="predicted = observed")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
             readable_log_ticks(ax, "x")
             readable_log_ticks(ax, "y")
         else:
@@ -249,7 +256,7 @@ def fig_extrapolation(data: FigureData, settings: Mapping[str, Any], png: Path) 
         ax.set_xlabel("observed at the held-out size")
         ax.set_ylabel("predicted by the law fitted without it")
         ax.set_title(dataset)
-        ax.legend(fontsize=6)
+        legend_below(ax, fontsize=7, ncol=2)
         ax.grid(True, which="both", alpha=0.3)
     save(fig, png)
 
@@ -324,7 +331,7 @@ FIGURES = [
             "Out-of-sample test of the laws: the power law fitted without the largest size (circles) or the "
             "two largest (triangles) predicts each held-out size's RBP_k and cross-entropy; error bars are the "
             "percentile intervals of the predictions of the law refitted on every bootstrap replicate. Points "
-            "on the dashed line were predicted exactly (extrapolation.csv)."
+            "on the dashed line were predicted exactly (extrapolation.csv). " + CLIP_NOTE
         ),
     ),
 ]

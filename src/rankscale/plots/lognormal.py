@@ -10,7 +10,18 @@ import numpy as np
 import pandas as pd
 
 from rankscale.lognormal import log_pmf
-from rankscale.plots.common import S_LABEL, Figure, FigureData, colors, cycle_color, grid, save
+from rankscale.plots.common import (
+    CLIP_NOTE,
+    S_LABEL,
+    Figure,
+    FigureData,
+    clipped_errorbar,
+    colors,
+    cycle_color,
+    grid,
+    legend_below,
+    save,
+)
 from rankscale.plots.laws import draw_law, readable_log_ticks
 from rankscale.rankdist import FAMILIES
 from rankscale.tables import LawKey, finals, select
@@ -30,6 +41,8 @@ def fig_derived_laws(data: FigureData, settings: Mapping[str, Any], png: Path) -
     )
     for j, dataset in enumerate(data.datasets):
         ax = axes[0, j]
+        ax.set_xscale("log")
+        ax.set_yscale("log")
         notes = []
         for i, family in enumerate(families):
             for c, (law, k, marker, name) in enumerate(series):
@@ -44,15 +57,11 @@ def fig_derived_laws(data: FigureData, settings: Mapping[str, Any], png: Path) -
                         f"{family}: $\\Delta\\alpha$ {'CE' if versus == 'ce' else 'RBP$_1$'} implied - measured = "
                         f"{r['difference']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
                     )
-        if notes:
-            ax.text(0.98, 0.98, "\n".join(notes), transform=ax.transAxes, fontsize=6, va="top", ha="right",
-                    bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})  # fmt: skip
-        ax.set_xscale("log")
-        ax.set_yscale("log")
         ax.set_xlabel(S_LABEL)
         ax.set_ylabel("nats")
         ax.set_title(f"{dataset}: measured laws and those the lognormal implies")
-        ax.legend(fontsize=5, loc="lower left")
+        # the exponent differences head the legend, under the panel: neither covers a point
+        legend_below(ax, fontsize=6, title="\n".join(notes) or None, title_fontsize=6, alignment="left")
         ax.grid(True, which="both", alpha=0.3)
         readable_log_ticks(ax)
     save(fig, png)
@@ -63,7 +72,7 @@ def fig_mu_sigma(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
     linear trend in log S of lognormal_trends.csv (paper Fig. 8, right; Hypothesis 2)."""
     table, trends = finals(data.tables["conjecture"]), data.tables["lognormal_trends"]
     palette = colors(table["family"].unique())
-    fig, axes = grid(2, len(data.datasets), w=4.6)
+    fig, axes = grid(2, len(data.datasets), w=4.6, h=4.0)  # each with its legend under it
     for j, dataset in enumerate(data.datasets):
         for family, group in table[table["dataset"] == dataset].groupby("family"):
             group = group.sort_values("S")
@@ -82,12 +91,9 @@ def fig_mu_sigma(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
                     ax.plot(s, t["intercept"] + t["slope"] * np.log(s), fmt, color=color, alpha=0.7,
                             label=f"{family} {quantity}: slope {t['slope']:.3f} [{t['slope_ci_low']:.3f}, {t['slope_ci_high']:.3f}], $R^2$ {t['r2']:.2f}")  # fmt: skip
             for quantity, marker in (("mu", "o"), ("sigma", "s")):
-                err = np.abs(
-                    group[[f"{quantity}_ci_low", f"{quantity}_ci_high"]].to_numpy(float).T
-                    - group[quantity].to_numpy(float)
-                )
-                axes[1, j].errorbar(group["S"], group[quantity], yerr=err, fmt=marker, color=color, ms=4, capsize=2,
-                                    mfc=color if quantity == "mu" else "none")  # fmt: skip
+                low, high = (group[f"{quantity}_ci_{end}"].to_numpy(float) for end in ("low", "high"))
+                clipped_errorbar(axes[1, j], group["S"], group[quantity], low, high, marker=marker, color=color, ms=4,
+                                 mfc=color if quantity == "mu" else "none")  # fmt: skip
         axes[0, j].set_ylabel("$\\mu/\\sigma$ of the rank lognormal")
         axes[1, j].set_ylabel("$\\mu$ (circles), $\\sigma$ (squares)")
         axes[0, j].set_title(dataset)
@@ -95,7 +101,7 @@ def fig_mu_sigma(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
             ax.set_xscale("log")
             ax.set_xlabel(S_LABEL)
             ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=5)
+            legend_below(ax, fontsize=6)
     save(fig, png)
 
 
@@ -117,16 +123,16 @@ def fig_decomposition(data: FigureData, settings: Mapping[str, Any], png: Path) 
                 low, high = fit.interval(fit.form.exponent)
                 alpha = f": $\\alpha$={fit.value(fit.form.exponent):.3f} [{low:.3f}, {high:.3f}]"
             values = group[name].to_numpy(float)
-            err = np.abs(group[[f"{name}_ci_low", f"{name}_ci_high"]].to_numpy(float).T - values)
-            ax.bar(positions, values, bottom=bottom, color=cycle_color(c), width=0.7, yerr=err, capsize=2,
-                   error_kw={"lw": 0.8}, label=label + alpha)  # fmt: skip
+            ax.bar(positions, values, bottom=bottom, color=cycle_color(c), width=0.7, label=label + alpha)
+            low, high = (bottom + group[f"{name}_ci_{end}"].to_numpy(float) for end in ("low", "high"))
+            clipped_errorbar(ax, positions, bottom + values, low, high, marker="none", color="k", lw=0.8)
             bottom = bottom + values
         ax.plot(positions, group["ce"], "k_", ms=18, mew=2, label="cross-entropy (measured)")
         ax.set_xticks(positions, [f"{s:.2g}" for s in group["S"]], rotation=30, fontsize=7)
         ax.set_xlabel(S_LABEL)
         ax.set_ylabel("nats")
         ax.set_title(f"{family} on {dataset}")
-        ax.legend(fontsize=6, loc="lower left")
+        legend_below(ax, fontsize=7)
         ax.grid(True, axis="y", alpha=0.3)
     save(fig, png)
 
@@ -179,7 +185,7 @@ def fig_rank_histogram(data: FigureData, settings: Mapping[str, Any], png: Path)
         ax.set_xlabel("rank $R$ of the correct token")
         ax.set_ylabel("$P(R)$ per rank, logarithmic bins")
         ax.set_title(dataset)
-        ax.legend(fontsize=5)
+        legend_below(ax, fontsize=6, ncol=2)
         ax.grid(True, which="both", alpha=0.3)
     save(fig, png)
 
@@ -194,10 +200,11 @@ FIGURES = [
             "Paper Fig. 8b, the unification conjecture: per dataset, the measured cross-entropy and -log RBP_1 "
             "against S with their power laws, beside what the discrete lognormal fitted to each model's ranks "
             "implies for a calibrated model (Appendix B): its entropy (the CE it predicts) and -log P(R = 1) (the "
-            "-log RBP_1 it predicts), each with its own law; alphas with intervals in the legend. The text gives "
-            "the difference of the implied and measured exponents with its paired-bootstrap interval: an interval "
-            "holding 0 means the lognormal reproduces that law's exponent; the two levels (the lines' heights) "
-            "differ by how far the model is from calibrated and the ranks from lognormal."
+            "-log RBP_1 it predicts), each with its own law; alphas with intervals in the legend, under each panel. "
+            "The legend's heading gives the difference of the implied and measured exponents with its "
+            "paired-bootstrap interval: an interval holding 0 means the lognormal reproduces that law's exponent; "
+            "the two levels (the lines' heights) differ by how far the model is from calibrated and the ranks from "
+            "lognormal. Error bars: document-bootstrap percentile intervals. " + CLIP_NOTE
         ),
     ),
     Figure(
@@ -207,8 +214,8 @@ FIGURES = [
         caption=(
             "Paper Fig. 8 (right), Hypothesis 2: mu/sigma (top) and mu, sigma (bottom) of the fitted rank "
             "lognormal against S with document-bootstrap intervals, and their least-squares lines in log S "
-            "(slopes with intervals in the legend; lognormal_trends.csv). Under the conjecture a steady trend in "
-            "mu/sigma ties the CE and RBP laws together."
+            "(slopes with intervals in the legend under each panel; lognormal_trends.csv). Under the conjecture a "
+            "steady trend in mu/sigma ties the CE and RBP laws together. " + CLIP_NOTE
         ),
     ),
     Figure(
@@ -220,7 +227,9 @@ FIGURES = [
             "Law?'): error entropy (the entropy of the rank distribution), self-alignment KL(p || q) and confidence "
             "-log C, stacked per model (they sum to the measured CE, the black mark, exactly). That paper claims "
             "only the error entropy follows a power law in S while the other two stay roughly flat: the legend "
-            "gives each part's fitted exponent with its interval, so the claim can be read off for this data."
+            "(under each panel) gives each part's fitted exponent with its interval, so the claim can be read off "
+            "for this data. Error bars: document-bootstrap intervals of each part, at the top of its segment. "
+            + CLIP_NOTE
         ),
     ),
     Figure(

@@ -11,7 +11,16 @@ import pandas as pd
 
 from rankscale.laws import JointLaw
 from rankscale.metrics import metric_for_law
-from rankscale.plots.common import Figure, FigureData, cycle_color, grid, save
+from rankscale.plots.common import (
+    CLIP_NOTE,
+    Figure,
+    FigureData,
+    clipped_errorbar,
+    cycle_color,
+    grid,
+    legend_below,
+    save,
+)
 from rankscale.plots.laws import readable_log_ticks
 from rankscale.tables import select
 
@@ -41,20 +50,20 @@ def _fit(table: pd.DataFrame, dataset: str, law: str, k: int | None, **match: An
 def _draw(data: FigureData, png: Path, panel: Callable[[Any, str, str, int | None, pd.DataFrame], None]) -> None:
     """One panel per law of SHOWN (rows) and dataset (columns): `panel(ax, dataset, law, k, rows)` draws
     the checkpoints' rows; panels without checkpoints say so; every drawn panel gets log axes and labels."""
-    fig, axes = grid(len(SHOWN), len(data.datasets), w=4.6)
+    fig, axes = grid(len(SHOWN), len(data.datasets), w=4.6, h=4.2)  # each with its legend under it
     for j, dataset in enumerate(data.datasets):
         for i, (law, k) in enumerate(SHOWN):
             ax, rows = axes[i, j], _rows(data.tables["metrics"], dataset, law, k)
             if rows.empty or rows["D"].nunique() < 2:
                 _empty(ax)
                 continue
-            panel(ax, dataset, law, k, rows)
-            ax.set_xscale("log")
+            ax.set_xscale("log")  # before drawing: intervals are clipped to what log axes can show
             ax.set_yscale("log")
+            panel(ax, dataset, law, k, rows)
             ax.set_ylabel(metric_for_law(law).axis_label(k))
             ax.set_title(dataset)
             ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=5)
+            legend_below(ax, fontsize=6, ncol=2)
             readable_log_ticks(ax)
             readable_log_ticks(ax, "x")
     save(fig, png)
@@ -68,15 +77,15 @@ def fig_tokens(data: FigureData, settings: Mapping[str, Any], png: Path) -> None
         for c, (size, s) in enumerate(rows.groupby("size")["S"].max().sort_values().items()):
             group = rows[rows["size"] == size].sort_values("D")
             y = metric.to_law(group["value"].to_numpy(float))
-            bounds = np.sort(metric.to_law(group[["ci_low", "ci_high"]].to_numpy(float)), axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):  # -log of a bound of 0: unbounded, clipped
+                bounds = metric.to_law(group[["ci_low", "ci_high"]].to_numpy(float))
             label = f"S = {s:.3g}"
             f = _fit(data.tables["data_fits"], dataset, law, k, size=size)
             if f is not None:
                 d = np.geomspace(group["D"].min(), group["D"].max(), 40)
                 ax.plot(d, f["C"] * d ** (-f["beta"]), "-", color=cycle_color(c), alpha=0.7)
                 label += f": $\\beta$={f['beta']:.3f} [{f['beta_ci_low']:.3f}, {f['beta_ci_high']:.3f}]"
-            ax.errorbar(group["D"], y, yerr=np.abs(bounds.T - y), fmt="o", color=cycle_color(c), ms=4, capsize=2,
-                        label=label)  # fmt: skip
+            clipped_errorbar(ax, group["D"], y, bounds[:, 0], bounds[:, 1], color=cycle_color(c), ms=4, label=label)
         ax.set_xlabel(D_LABEL)
 
     _draw(data, png, panel)
@@ -119,7 +128,8 @@ FIGURES = [
         caption=(
             "Scaling in training tokens: -log RBP_1 (top) and cross-entropy (bottom) against the training tokens D "
             "each checkpoint has seen, one colour per size, with document-bootstrap error bars and each size's "
-            "power law in D (its exponent beta with interval in the legend; data_fits.csv)."
+            "power law in D (its exponent beta with interval in the legend under each panel; data_fits.csv). "
+            + CLIP_NOTE
         ),
     ),
     Figure(
@@ -132,7 +142,7 @@ FIGURES = [
             "all of them (joint_fits.csv): at each C the lowest y the law allows, at S_opt = G (C/6)^(beta/(alpha+beta)). "
             "Dashed where S_opt and D_opt = C/(6 S_opt) both lie inside the measured sizes and training tokens; "
             "dotted where the law is extrapolated to an allocation no checkpoint measured (often a smaller model "
-            "trained longer), so that part is a prediction, not an observation."
+            "trained longer), so that part is a prediction, not an observation. Legends under each panel."
         ),
     ),
 ]
