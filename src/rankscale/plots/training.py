@@ -47,6 +47,20 @@ def _fit(table: pd.DataFrame, dataset: str, law: str, k: int | None, **match: An
     return sel.iloc[0] if len(sel) and not sel["note"].fillna("").iloc[0] else None
 
 
+def not_identified(row: pd.Series) -> set[str]:
+    """Parameters joint_fits.csv marks as at a bound of their domain: not identified by the data."""
+    text = row.get("not_identified")
+    return {part.split(" ")[0] for part in str(text).split("; ") if part} if isinstance(text, str) else set()
+
+
+def _frontier_label(row: pd.Series) -> str:
+    """The joint law's parameters for the legend; one the data cannot identify is said so, not given a value."""
+    unknown = not_identified(row)
+    shown = [("E", "$E$", ".3g"), ("alpha", "$\\alpha$", ".2f"), ("beta", "$\\beta$", ".2f")]
+    parts = [f"{tex} not identified" if name in unknown else f"{tex}={row[name]:{fmt}}" for name, tex, fmt in shown]
+    return "frontier: " + ", ".join(parts)
+
+
 def _draw(data: FigureData, png: Path, panel: Callable[[Any, str, str, int | None, pd.DataFrame], None]) -> None:
     """One panel per law of SHOWN (rows) and dataset (columns): `panel(ax, dataset, law, k, rows)` draws
     the checkpoints' rows; panels without checkpoints say so; every drawn panel gets log axes and labels."""
@@ -111,8 +125,7 @@ def fig_compute_frontier(data: FigureData, settings: Mapping[str, Any], png: Pat
                 (optimal_s >= s_range.min()) & (optimal_s <= s_range.max())
                 & (optimal_d >= d_range.min()) & (optimal_d <= d_range.max())
             )  # fmt: skip
-            ax.plot(budgets, np.where(measured, best, np.nan), "k--", lw=1.2,
-                    label=f"frontier: $E$={f['E']:.3g}, $\\alpha$={f['alpha']:.2f}, $\\beta$={f['beta']:.2f}")  # fmt: skip
+            ax.plot(budgets, np.where(measured, best, np.nan), "k--", lw=1.2, label=_frontier_label(f))
             ax.plot(budgets, np.where(measured, np.nan, best), "k:", lw=1.0,
                     label="frontier outside the measured S and D (extrapolated)")  # fmt: skip
         ax.set_xlabel("training compute $C = 6\\,S\\,D$ (FLOPs)")
@@ -142,7 +155,9 @@ FIGURES = [
             "all of them (joint_fits.csv): at each C the lowest y the law allows, at S_opt = G (C/6)^(beta/(alpha+beta)). "
             "Dashed where S_opt and D_opt = C/(6 S_opt) both lie inside the measured sizes and training tokens; "
             "dotted where the law is extrapolated to an allocation no checkpoint measured (often a smaller model "
-            "trained longer), so that part is a prediction, not an observation. Legends under each panel."
+            "trained longer), so that part is a prediction, not an observation. A parameter at a bound of its "
+            "domain (joint_fits.csv ``not_identified``) is named as not identified instead of given a value. "
+            "Legends under each panel."
         ),
     ),
 ]
