@@ -187,6 +187,7 @@ def test_extrapolation_figure_draws_when_no_size_can_be_held_out(tmp_path: Path)
         form=None,
         level=None,
         refits=None,
+        seed=None,
         replicates=None,
     )
     fig_extrapolation(data, {}, png)

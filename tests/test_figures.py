@@ -19,7 +19,7 @@ from rankscale.plots import emergence, laws
 from rankscale.plots.common import CLIPPED_LABEL, DEGENERATE_LABEL, FigureData, clipped_errorbar, save
 
 # figures that draw fitted laws without bands: the form of powerlaw_fits.csv, no replicates
-LAWS = {"form": FORMS["power_law"], "level": None, "refits": None, "replicates": None}
+LAWS = {"form": FORMS["power_law"], "level": None, "refits": None, "seed": None, "replicates": None}
 
 
 def drawn_y(ax: Any) -> np.ndarray:
@@ -230,7 +230,7 @@ def test_extrapolation_draws_a_point_whose_interval_leaves_the_log_axis(tmp_path
     )
     png = tmp_path / "fig9.png"
     laws.fig_extrapolation(
-        FigureData({"extrapolation": table}, ["d"], [], form=None, level=None, refits=None, replicates=None), {}, png
+        FigureData({"extrapolation": table}, ["d"], [], form=None, level=None, refits=None, seed=None, replicates=None), {}, png
     )
     ax = figures[0].axes[0]
     assert [(a.xy[0], a.xy[1]) for a in edge_arrows(ax)] == [(0.21, 0.0)]

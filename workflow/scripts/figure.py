@@ -26,6 +26,7 @@ data = FigureData(
     form=FORMS[settings["law_form"]] if settings["law_form"] else None,
     level=settings["level"],
     refits=settings["refits"],
+    seed=settings["seed"],
     hists={s.key: load_histogram(s, p) for s, p in zip(summaries, paths, strict=True)} if snakemake.input.hists else {},
     replicates=Replicates(summaries, [load_replicates(s, p) for s, p in zip(summaries, paths, strict=True)])
     if snakemake.input.replicates

@@ -75,6 +75,7 @@ def figure_settings(config: Mapping[str, Any], figure: str, datasets: Sequence[s
             "law_form": analysis["law_form"] if entry.reads_fits else None,
             "level": analysis["bootstrap"]["level"] if entry.resampled else None,
             "refits": analysis["bootstrap"]["refits"] if entry.resampled else None,
+            "seed": analysis["bootstrap"]["seed"] if entry.resampled else None,
         }
     )
 

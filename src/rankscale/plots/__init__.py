@@ -8,9 +8,11 @@ config/schema.yaml). The `figure` rule draws every registered figure in its own 
 
 from __future__ import annotations
 
-from rankscale.plots import emergence, laws, lognormal, training
+from rankscale.plots import emergence, laws, lognormal, seeds, training
 from rankscale.plots.common import Figure, FigureData, save
 
-FIGURES: dict[str, Figure] = {f.name: f for module in (laws, emergence, lognormal, training) for f in module.FIGURES}
+FIGURES: dict[str, Figure] = {
+    f.name: f for module in (laws, emergence, lognormal, training, seeds) for f in module.FIGURES
+}
 
 __all__ = ["FIGURES", "Figure", "FigureData", "save"]

@@ -45,6 +45,7 @@ class FigureData:
     form: FitForm | None  # analysis.law_form: the form powerlaw_fits.csv holds (figures that draw fits)
     level: float | None  # coverage of the bands drawn (analysis.bootstrap.level; figures with replicates)
     refits: int | None  # replicates a form without a closed form is refitted on (analysis.bootstrap.refits)
+    seed: int | None  # the bootstrap's seed, for the seed level of the bands where sizes have several seeds
     replicates: Replicates | None  # for figures that draw bands (`resampled`)
     hists: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # (model, dataset) -> counts
 

@@ -28,7 +28,7 @@ from rankscale.plots.common import (
     save,
 )
 from rankscale.tables import LawKey, select
-from rankscale.tables.laws import law_replicates
+from rankscale.tables.laws import Noise, law_replicates
 
 INTERVAL_NOTE = (
     "Error bars: percentile intervals of a bootstrap over documents (``analysis.bootstrap``); shaded band: "
@@ -86,7 +86,9 @@ def draw_law(
         if data.replicates is not None:
             assert data.level is not None and data.refits is not None, "bands need the level and refits"
             sizes = Points.of(group["S"].to_numpy())
-            params = fit.form.fit_replicates(sizes, law_replicates(group, data.replicates), fit.law, data.refits)
+            reps = law_replicates(group, data.replicates)
+            reps = Noise.of(group, len(reps), data.seed).apply(reps)  # seeds too, where sizes have several
+            params = fit.form.fit_replicates(sizes, reps, fit.law, data.refits)
             low, high = interval(fit.form.predict_replicates(params, grid_s), data.level)
             ax.fill_between(grid_s.S, low, high, color=color, alpha=0.18, lw=0)
         if fit.form.exponent is not None:

@@ -1,0 +1,99 @@
+"""Training-run noise in a law: every seed's points and its own law, with the pooled law and band."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rankscale.bootstrap import has_replicas, interval
+from rankscale.laws import Points
+from rankscale.plots.common import S_LABEL, Figure, FigureData, cycle_color, grid, legend_below, save
+from rankscale.plots.laws import readable_log_ticks
+from rankscale.tables import LawKey, select
+from rankscale.tables.laws import Noise, law_replicates
+from rankscale.tables.selection import optional_int
+
+SHOWN = (("neg_log_rbp", 1), ("ce", None))  # -log RBP_1 and CE
+
+
+def _seed_law(seed_fits: pd.DataFrame, key: LawKey, seed: int | None, data: FigureData) -> Any:
+    """The law fitted to one seed's models alone (seed_fits.csv), if it was fitted."""
+    if seed_fits.empty:
+        return None
+    rows = select(seed_fits, family=key.family, dataset=key.dataset, metric=key.law, k=key.k, seed=seed)
+    return data.law_form.from_row(rows.iloc[0]) if len(rows) and not rows["note"].fillna("").iloc[0] else None
+
+
+def _panel(ax: Any, data: FigureData, key: LawKey) -> bool:
+    """One family's runs on one law: points and law per seed (thin), pooled law and band (thick); False if
+    the family has one run per size."""
+    group = key.points(data.tables["metrics"])
+    if group.empty or not has_replicas(group["replica_of"]):
+        return False
+    form, metric = data.law_form, key.metric
+    grid_s = Points.of(np.geomspace(group["S"].min(), group["S"].max(), 60))
+    for c, (seed, runs) in enumerate(group.groupby("seed", sort=True)):
+        color = cycle_color(c)
+        ax.plot(runs["S"], metric.to_law(runs["value"].to_numpy(float)), "o", color=color, ms=4, label=f"seed {seed}")
+        law = _seed_law(data.tables["seed_fits"], key, optional_int(seed), data)
+        if law is not None:
+            ax.plot(grid_s.S, form.predict(law, grid_s), "-", color=color, lw=0.8, alpha=0.8)
+    pooled = key.select(data.tables["powerlaw_fits"], form)
+    if pooled is not None:
+        ax.plot(
+            grid_s.S, form.predict(pooled.law, grid_s), "k-", lw=1.8, label=f"pooled law ({pooled.record['noise']})"
+        )
+        if data.replicates is not None:
+            assert data.level is not None and data.refits is not None, "bands need the level and refits"
+            reps = law_replicates(group, data.replicates)
+            reps = Noise.of(group, len(reps), data.seed).apply(reps)
+            params = form.fit_replicates(Points.of(group["S"].to_numpy()), reps, pooled.law, data.refits)
+            low, high = interval(form.predict_replicates(params, grid_s), data.level)
+            ax.fill_between(grid_s.S, low, high, color="0.5", alpha=0.25, lw=0, label="pooled band: seeds + documents")
+    return True
+
+
+def fig_seeds(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+    """-log RBP_1 and CE against S for every family with several seeds per size: each seed and the pool."""
+    metrics = data.tables["metrics"]
+    families = sorted(metrics["family"].unique())
+    fig, axes = grid(len(SHOWN) * max(1, len(families)), len(data.datasets), w=4.8, h=4.2)
+    for f, family in enumerate(families):
+        for i, (law, k) in enumerate(SHOWN):
+            for j, dataset in enumerate(data.datasets):
+                ax = axes[f * len(SHOWN) + i, j]
+                ax.set_xscale("log")
+                ax.set_yscale("log")
+                key = LawKey(family, dataset, law, k)
+                if not _panel(ax, data, key):
+                    ax.text(0.5, 0.5, f"{family}: one training run per size\n(ladder.train.seeds, or seed and "
+                            "replica_of on models)", transform=ax.transAxes, ha="center", va="center", fontsize=8)  # fmt: skip
+                    continue
+                ax.set_xlabel(S_LABEL)
+                ax.set_ylabel(key.metric.axis_label(k))
+                ax.set_title(f"{family} on {dataset}")
+                ax.grid(True, which="both", alpha=0.3)
+                legend_below(ax, fontsize=7, ncol=2)
+                readable_log_ticks(ax)
+    save(fig, png)
+
+
+FIGURES = [
+    Figure(
+        name="fig12_seeds",
+        plot=fig_seeds,
+        tables=("metrics", "powerlaw_fits", "seed_fits"),
+        resampled=True,
+        caption=(
+            "Training-run noise in the laws: for each family with several seeds per size, -log RBP_1 (top) and "
+            "cross-entropy (bottom) against S, one colour per seed, with the law fitted to that seed's models alone "
+            "(thin; seed_fits.csv), the law pooled over every run (black; powerlaw_fits.csv) and its band from the "
+            "hierarchical bootstrap (grey: seeds resampled within each size, then documents). Where the seeds' laws "
+            "fan out wider than a documents-only band, an exponent from one training run would be overconfident."
+        ),
+    ),
+]

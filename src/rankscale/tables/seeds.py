@@ -1,0 +1,175 @@
+"""Training-run noise: how much a size's metrics move across seeds, and the law fitted to each seed alone.
+
+Where some size of a family was trained with several seeds (`ladder.train.seeds`, or hub entries with
+`seed` and `replica_of`), the law tables' intervals already resample the seeds within each size on top
+of the documents (the hierarchical bootstrap, `rankscale.tables.laws.Noise`). These two tables say how
+large that source is: against the document-sampling noise of one run, and as the spread of the
+exponent across seeds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rankscale.bootstrap import has_replicas, seed_draws
+from rankscale.laws import FitForm, Points
+from rankscale.metrics import METRICS
+from rankscale.tables.base import Replicates, Table, TableInputs, typed, with_intervals
+from rankscale.tables.laws import GROUP, law_form, law_replicates
+from rankscale.tables.selection import FitIndex, LawKey, finals, optional_int
+
+
+def _wanted(metrics: pd.DataFrame, ks: Sequence[int]) -> pd.DataFrame:
+    """Final models' rows of cross-entropy and of RBP_k at `ks`, in families where some size has several seeds."""
+    rows = finals(metrics)
+    rows = rows[(rows["metric"] == "ce") | ((rows["metric"] == "rbp") & rows["k"].isin(list(ks)))]
+    seeded = [f for f, group in rows.groupby("family") if has_replicas(group.drop_duplicates("model")["replica_of"])]
+    return rows[rows["family"].isin(seeded)]
+
+
+def seed_variance_table(
+    metrics: pd.DataFrame, replicates: Replicates, ks: Sequence[int], level: float, seed: int
+) -> pd.DataFrame:
+    """Per size with several seeds, dataset and metric: the variance of the metric across seeds against the
+    document-sampling variance of one run, and the share due to seeds, with a hierarchical-bootstrap interval."""
+    rows = []
+    for (family, dataset, name, k), group in _wanted(metrics, ks).groupby(GROUP, dropna=False, sort=True):
+        group = group.sort_values(["S", "seed"], kind="stable")
+        metric = METRICS[name]
+        columns = np.stack([replicates.at(m, d, name, optional_int(k)) for m, d in zip(group["model"], group["dataset"], strict=True)], axis=1)  # fmt: skip
+        draws = seed_draws(group["replica_of"], len(columns), seed, str(family), str(dataset))
+        for size, runs in group.groupby("replica_of", sort=False):
+            if len(runs) < 2:
+                continue
+            cols = np.array(sorted(group.index.get_loc(i) for i in runs.index))
+            values = runs["value"].to_numpy(dtype=np.float64)
+            m = len(cols)
+            var_documents = np.nanvar(columns[:, cols], axis=0, ddof=1)
+            # the seed level resampled: runs drawn with replacement, their spread inflated by m / (m - 1)
+            drawn = np.take_along_axis(columns, draws[:, cols], axis=1)
+            centre = columns[:, cols].mean(axis=1, keepdims=True)
+            resampled = centre + math.sqrt(m / (m - 1)) * (drawn - centre)
+            var_seeds_b = np.var(resampled, axis=1, ddof=1)
+            var_documents_b = var_documents[np.searchsorted(cols, draws[:, cols])].mean(axis=1)
+            var_seeds = float(np.var(values, ddof=1))
+            point_documents = float(var_documents.mean())
+            with np.errstate(invalid="ignore", divide="ignore"):
+                share_b = var_seeds_b / (var_seeds_b + var_documents_b)
+            share = var_seeds / (var_seeds + point_documents) if var_seeds + point_documents > 0 else math.nan
+            rows.append(
+                {
+                    "family": family,
+                    "dataset": dataset,
+                    "size": size,
+                    "S": int(runs["S"].iloc[0]),
+                    "metric": metric.name,
+                    "k": k,
+                    "n_seeds": m,
+                    "seeds": " ".join(str(optional_int(s)) for s in runs["seed"]),
+                    "mean": float(values.mean()),
+                    "sd_seeds": math.sqrt(var_seeds),
+                    **with_intervals(var_seeds, var_seeds_b, level, "var_seeds"),
+                    "var_documents": point_documents,
+                    **with_intervals(share, share_b, level, "share_seeds"),
+                }
+            )
+    return typed(pd.DataFrame(rows))
+
+
+def seed_fits_table(
+    metrics: pd.DataFrame, fits: pd.DataFrame, replicates: Replicates, ks: Sequence[int], level: float,
+    form: FitForm, refits: int,
+) -> pd.DataFrame:  # fmt: skip
+    """The law fitted to each seed's final models alone (its document-bootstrap intervals), and per law the
+    spread of the exponent across seeds beside the pooled fit of powerlaw_fits.csv."""
+    index = FitIndex(fits, form)
+    rows = []
+    for (family, dataset, name, k), group in _wanted(metrics, ks).groupby(GROUP, dropna=False, sort=True):
+        metric = METRICS[name]
+        pooled = index.get(LawKey(family, dataset, metric.law, optional_int(k)))
+        per_seed = []
+        for seed, runs in group.groupby("seed", sort=True):
+            runs = runs.sort_values("S", kind="stable")
+            y = metric.to_law(runs["value"].to_numpy(dtype=np.float64))
+            points = Points.of(runs["S"].to_numpy())
+            row: dict[str, Any] = {"family": family, "dataset": dataset, "metric": metric.law, "k": k,
+                                   "seed": optional_int(seed), "n_models": len(runs)}  # fmt: skip
+            try:
+                law = form.fit(points, y)
+            except ValueError as exc:
+                per_seed.append({**row, "note": str(exc)})
+                continue
+            refitted = form.fit_replicates(points, law_replicates(runs, replicates), law, refits)
+            for p, value in law.row().items():
+                row.update(with_intervals(value, refitted[p], level, p))
+            per_seed.append({**row, "note": ""})
+        exponents = np.array([r[form.exponent] for r in per_seed if form.exponent and not r["note"]])
+        spread = {
+            "n_seeds": len(per_seed),
+            "exponent_seed_mean": float(exponents.mean()) if exponents.size else math.nan,
+            "exponent_seed_sd": float(exponents.std(ddof=1)) if exponents.size > 1 else math.nan,
+            "exponent_seed_min": float(exponents.min()) if exponents.size else math.nan,
+            "exponent_seed_max": float(exponents.max()) if exponents.size else math.nan,
+        }
+        if pooled is not None and form.exponent:
+            low, high = pooled.interval(form.exponent)
+            spread.update(exponent_pooled=pooled.value(form.exponent), exponent_pooled_ci_low=low,
+                          exponent_pooled_ci_high=high, pooled_noise=pooled.record.get("noise", ""))  # fmt: skip
+        rows.extend({**r, **spread} for r in per_seed)
+    return typed(pd.DataFrame(rows))
+
+
+def _seed(inputs: TableInputs) -> int:
+    return int(inputs.settings.get("seed"))
+
+
+TABLES = [
+    Table(
+        name="seed_variance",
+        build=lambda inputs: seed_variance_table(
+            inputs.tables["metrics"], inputs.needed(), inputs.settings.get("law_k"), inputs.level, _seed(inputs)
+        ),
+        needs=("metrics",),
+        summaries=False,
+        resampled=True,
+        settings=("level", "law_k", "seed"),
+        caption=(
+            "Training-run noise against evaluation noise, per size trained with several seeds (``seeds``), dataset "
+            "and metric (cross-entropy, RBP_k at ``analysis.law_k``): ``var_seeds``, the variance of the metric "
+            "across the seeds' runs (the same documents), against ``var_documents``, the document-bootstrap "
+            "variance of one run's value (their mean over the runs); ``share_seeds`` = var_seeds / (var_seeds + "
+            "var_documents). Intervals: the hierarchical bootstrap (runs resampled within the size, their spread "
+            "corrected by m / (m - 1), and documents), percentile. With few seeds they are wide: three runs say "
+            "little about a variance. Empty when no size has several seeds."
+        ),
+    ),
+    Table(
+        name="seed_fits",
+        build=lambda inputs: seed_fits_table(
+            inputs.tables["metrics"],
+            inputs.tables["powerlaw_fits"],
+            inputs.needed(),
+            inputs.settings.get("law_k"),
+            inputs.level,
+            law_form(inputs),
+            int(inputs.settings.get("refits")),
+        ),
+        needs=("metrics", "powerlaw_fits"),
+        summaries=False,
+        resampled=True,
+        settings=("level", "law_k", "law_form", "refits"),
+        caption=(
+            "The law (``analysis.law_form``) fitted to each seed's final models alone, per family, dataset, metric "
+            "(cross-entropy, -log RBP_k at ``analysis.law_k``) and seed, with document-bootstrap intervals; and per "
+            "law the spread of the exponent across the seeds (``exponent_seed_*``: mean, standard deviation, "
+            "range) beside the pooled fit of powerlaw_fits.csv and its interval (``pooled_noise``: the sources it "
+            "includes). A pooled interval that is narrower than the seeds' spread would be blind to training noise. "
+            "Empty when no size has several seeds."
+        ),
+    ),
+]
