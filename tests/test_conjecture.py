@@ -201,7 +201,9 @@ def test_emergence_figure_draws_a_panel_where_no_run_rate_is_positive(tmp_path) 
     png = tmp_path / "fig7.png"
     tables = {"emergence": pd.DataFrame(rows), "powerlaw_fits": fits}
     fig_emergence(
-        FigureData(tables, ["d"], ["a", "b"], form=FORMS["power_law"], level=None, refits=None, seed=None, replicates=None),
+        FigureData(
+            tables, ["d"], ["a", "b"], form=FORMS["power_law"], level=None, refits=None, seed=None, replicates=None
+        ),
         {},
         png,
     )

@@ -230,7 +230,9 @@ def test_extrapolation_draws_a_point_whose_interval_leaves_the_log_axis(tmp_path
     )
     png = tmp_path / "fig9.png"
     laws.fig_extrapolation(
-        FigureData({"extrapolation": table}, ["d"], [], form=None, level=None, refits=None, seed=None, replicates=None), {}, png
+        FigureData({"extrapolation": table}, ["d"], [], form=None, level=None, refits=None, seed=None, replicates=None),
+        {},
+        png,
     )
     ax = figures[0].axes[0]
     assert [(a.xy[0], a.xy[1]) for a in edge_arrows(ax)] == [(0.21, 0.0)]

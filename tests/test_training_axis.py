@@ -161,3 +161,28 @@ def test_a_checkpoint_is_its_size_run_stopped_early(grown: SimpleNamespace) -> N
     ladder = next(p for p in (grown.work / "resources/ladder").iterdir() if (p / "models/smoke-a-t8000").is_dir())
     summary = json.loads((ladder / "models/smoke-a-t8000/training.json").read_text())
     assert summary["tokens_seen"] == 16 * 512 and summary["schedule_steps"] == 40 and summary["steps"] == 16
+
+
+@pytest.mark.slow
+def test_a_later_checkpoint_resumes_from_the_nearest_saved_state(grown: SimpleNamespace) -> None:
+    """A checkpoint at 12,000 tokens, added after the one at 8,000: its training starts from the state the
+    8,000-token job saved (step 16 of 40), not from scratch, and nothing else is retrained or rescored."""
+    import json
+
+    args = write(grown.work, "ck2", with_checkpoints(8000, 12000))
+    new = [f"{s}-t12000" for s in SIZES]
+    expected = output_jobs()
+    expected.update(job_key("ladder_train", model=m) for m in new)
+    expected.update(
+        job_key(rule, model=m, dataset=d) for m in new for d in DATASETS for rule in ("extract", "summarize")
+    )
+    assert planned_jobs(grown.work, *args) == expected
+    before = file_states(grown.work, "results/ranks/**/*", "resources/ladder/*/models/**/*")
+    result = snakemake(grown.work, "--cores", "2", *args)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    after = file_states(grown.work, "results/ranks/**/*", "resources/ladder/*/models/**/*")
+    assert all(after[path] == state for path, state in before.items())
+    ladder = next(p for p in (grown.work / "resources/ladder").iterdir() if (p / "models/smoke-a-t12000").is_dir())
+    for size in SIZES:
+        summary = json.loads((ladder / f"models/{size}-t12000/training.json").read_text())
+        assert summary["resumed_from_step"] == 16 and summary["trained_steps"] == 24 - 16 and summary["steps"] == 24

@@ -7,8 +7,8 @@ resumes from the nearest earlier saved state instead of training from the start,
 whose state exists is exported without any training. On one machine and thread count a resumed
 run is bit-identical to a straight one (tests/test_training.py checks it).
 
-States live under `<ladder>/states/<run>/<identity>/step-<n>/`, keyed by everything the run's
-weights depend on (the identity), so a changed configuration never resumes from a stale state.
+States live under `<ladder>/states/<size>/seed-<seed>/<identity>/step-<n>/`, keyed by everything the
+run's weights depend on (the identity), so a changed configuration never resumes from a stale state.
 Jobs of one run take a lock on its state folder: one trains while the others wait for its states.
 """
 
@@ -39,7 +39,7 @@ from rankscale.tokens import TokenizedCorpus
 log = logging.getLogger(__name__)
 
 TRAINER_STATE = "trainer.pt"  # optimizer, schedule, RNG and losses, beside the weights of a saved state
-MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors")
+STATE_WEIGHTS = "weights.safetensors"  # the model's state_dict as the module names it
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,9 @@ class Run:
         )
 
     def states(self, root: Path) -> Path:
-        return root / self.size.name / self.identity()
+        """`root/<size>/seed-<seed>/<identity>`: beside it only states of this size and seed under an older
+        configuration, which a new identity replaces (other seeds' runs keep theirs)."""
+        return root / self.size.name / f"seed-{self.train.seed}" / self.identity()
 
 
 @contextlib.contextmanager
@@ -101,7 +103,7 @@ def saved_steps(folder: Path) -> list[int]:
 
 
 def _forget_other_identities(run_folder: Path, keep: str) -> None:
-    """States of the same size under another identity belong to a configuration no longer run: remove them."""
+    """States of the same size and seed under another identity belong to a configuration no longer run."""
     for other in run_folder.parent.iterdir() if run_folder.parent.exists() else []:
         if other.is_dir() and other.name != keep and not other.name.startswith("."):
             shutil.rmtree(other, ignore_errors=True)
@@ -139,7 +141,7 @@ class Trainer:
         """Continue from a saved state: weights, optimizer moments, schedule position, RNG, losses."""
         from safetensors.torch import load_file
 
-        self.model.load_state_dict(load_file(state / "model.safetensors"))
+        self.model.load_state_dict(load_file(state / STATE_WEIGHTS))
         saved = torch.load(state / TRAINER_STATE, weights_only=True)
         self.opt.load_state_dict(saved["optimizer"])
         self.sched.load_state_dict(saved["scheduler"])
@@ -148,8 +150,11 @@ class Trainer:
 
     def save(self, state: Path) -> None:
         """The whole training state at this step, written atomically (a half-written state never looks saved)."""
+        from safetensors.torch import save_file
+
         with atomic_dir(state) as tmp:
-            self.model.save_pretrained(str(tmp), safe_serialization=True)
+            # the module's own parameter names (save_pretrained renames some for the hub's conventions)
+            save_file({k: v.contiguous() for k, v in self.model.state_dict().items()}, str(tmp / STATE_WEIGHTS))
             torch.save(
                 {
                     "optimizer": self.opt.state_dict(),

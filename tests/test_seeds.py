@@ -1,0 +1,145 @@
+"""Training-seed noise in the laws' intervals, against synthetic rank arrays with known seed and document effects.
+
+A family of six sizes, each trained with three seeds, scored on the same documents: the true law is
+-log RBP_1 = C S^-alpha for the population of training runs; each run departs from it by a seed effect
+(lognormal), and documents differ in difficulty (shared by every run: the paired structure). The
+hierarchical bootstrap (seeds within each size, then documents) covers the true exponent; documents alone
+do not, once the seed effect is large.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rankscale.bootstrap import replicate_totals
+from rankscale.laws import FORMS
+from rankscale.rankfile import RankArrays
+from rankscale.statistics import Totals
+from rankscale.summary import per_document
+from rankscale.tables import Replicates
+from rankscale.tables.laws import fits_table
+from rankscale.tables.seeds import seed_variance_table
+from tests.synthetic import summary
+
+SIZES = np.geomspace(1e5, 3e7, 6)
+SEEDS = 3
+ALPHA, C = 0.1, 2.5
+DOCUMENTS, TOKENS, REPLICATES = 80, 60, 400
+
+
+def rank_arrays(rng: np.random.Generator, hit_rate: np.ndarray, vocab: int = 1000) -> RankArrays:
+    """Ranks per token: 1 (a hit) with its document's probability, else uniform on 2..|V|."""
+    doc = np.repeat(np.arange(DOCUMENTS), TOKENS).astype(np.uint32)
+    hit = rng.random(doc.size) < hit_rate[doc]
+    rank = np.where(hit, 1, rng.integers(2, vocab + 1, doc.size)).astype(np.uint32)
+    pos = np.tile(np.arange(1, TOKENS + 1), DOCUMENTS).astype(np.uint32)
+    return RankArrays(rank, np.zeros(doc.size, np.float32), doc, pos, np.zeros(doc.size, np.uint32))
+
+
+def simulate(sim: int, seed_effect: float, pooled_seeds: bool) -> tuple[pd.DataFrame, Replicates]:
+    """The metrics rows (RBP_1 of every run) and their paired document-bootstrap replicates."""
+    rng = np.random.default_rng(sim)
+    difficulty = rng.uniform(-0.5, 0.5, DOCUMENTS)  # the same documents for every run
+    rows, summaries, totals = [], [], []
+    for s, size in enumerate(SIZES):
+        for seed in range(SEEDS):
+            y = C * size**-ALPHA * np.exp(rng.normal(0, seed_effect))  # this run's -log RBP_1
+            arrays = rank_arrays(rng, np.clip(np.exp(-y) * (1 + difficulty), 0, 1))
+            _, stats = per_document(arrays, [1], [], [])
+            name = f"m{s}-s{seed}"
+            group = f"m{s}" if pooled_seeds else name
+            sums = {k: v.sum(axis=0) for k, v in stats.items()}
+            summaries.append(summary(name, int(size), sums, [1]))
+            reps = replicate_totals({"n": stats["n"], "hits": stats["hits"]}, np.arange(DOCUMENTS), DOCUMENTS,
+                                    REPLICATES, sim, "f", "d")  # fmt: skip
+            totals.append(Totals(reps))
+            rows.append({"family": "f", "model": name, "dataset": "d", "S": int(size), "D": pd.NA, "size": name,
+                         "final": True, "seed": seed, "replica_of": group, "metric": "rbp", "k": 1,
+                         "value": float(sums["hits"][0] / sums["n"])})  # fmt: skip
+    metrics = pd.DataFrame(rows).astype({"k": "Int64", "D": "Int64"})
+    return metrics, Replicates(summaries, totals)
+
+
+def coverage(seed_effect: float, pooled_seeds: bool, simulations: int) -> float:
+    covered = 0
+    for sim in range(simulations):
+        metrics, replicates = simulate(sim, seed_effect, pooled_seeds)
+        fit = fits_table(metrics, FORMS["power_law"], replicates, 0.95, 0, sim).iloc[0]
+        assert fit["noise"] == ("documents+seeds" if pooled_seeds else "documents")
+        covered += bool(fit["alpha_ci_low"] <= ALPHA <= fit["alpha_ci_high"])
+    return covered / simulations
+
+
+@pytest.fixture(scope="module")
+def coverages() -> dict[str, float]:
+    """The two coverages with a large seed effect (reported: tests print them with -s)."""
+    out = {
+        "documents+seeds": coverage(0.08, pooled_seeds=True, simulations=200),
+        "documents": coverage(0.08, pooled_seeds=False, simulations=200),
+    }
+    print(f"coverage of the true exponent, 95% intervals, seed effect 0.08: {out}")
+    return out
+
+
+def test_hierarchical_intervals_cover_the_true_exponent(coverages: dict[str, float]) -> None:
+    assert 0.90 <= coverages["documents+seeds"] <= 0.99, coverages
+
+
+def test_document_only_intervals_undercover_with_a_large_seed_effect(coverages: dict[str, float]) -> None:
+    assert coverages["documents"] < 0.80, coverages
+
+
+def test_seed_variance_finds_the_seed_share() -> None:
+    """With a seed effect far above the document noise, most of the across-run variance is the seeds'."""
+    metrics, replicates = simulate(0, 0.3, pooled_seeds=True)
+    table = seed_variance_table(metrics, replicates, [1], 0.95, 0)
+    assert len(table) == len(SIZES) and (table["n_seeds"] == SEEDS).all()
+    assert (table["share_seeds"] > 0.5).mean() >= 0.8, table[["size", "share_seeds"]]
+    assert (
+        (table["share_seeds_ci_low"] <= table["share_seeds"]) & (table["share_seeds"] <= table["share_seeds_ci_high"])
+    ).all()
+    calm, calm_reps = simulate(0, 0.0, pooled_seeds=True)  # no seed effect: the spread is the documents'
+    quiet = seed_variance_table(calm, calm_reps, [1], 0.95, 0)
+    assert quiet["share_seeds"].median() < table["share_seeds"].median()
+
+
+@pytest.mark.slow
+def test_adding_a_seed_trains_and_scores_that_seed_alone(smoke_run, tmp_path) -> None:
+    """After a finished smoke run, `seeds: [0, 1]` trains and scores each size's seed-1 run and nothing else;
+    the laws' intervals then include the seeds, and the seed tables and figure are filled."""
+    import copy
+
+    import yaml
+
+    from rankscale.tables import read_table
+    from tests.conftest import REPO, copy_run, file_states, job_key, output_jobs, planned_jobs, snakemake
+
+    work = copy_run(smoke_run, tmp_path / "run")
+    config = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+    sizes, datasets = [s["name"] for s in config["ladder"]["sizes"]], list(config["datasets"])
+    seeded = copy.deepcopy(config)
+    seeded["ladder"]["train"]["seeds"] = [0, 1]
+    (work / "config/seeded.yaml").write_text(yaml.safe_dump(seeded, sort_keys=False))
+    args = ("--configfile", "config/seeded.yaml")
+    new = [f"{s}-s1" for s in sizes]
+    expected = output_jobs()
+    expected.update(job_key("ladder_train", model=m) for m in new)
+    expected.update(job_key(r, model=m, dataset=d) for m in new for d in datasets for r in ("extract", "summarize"))
+    assert planned_jobs(work, *args) == expected
+    before = file_states(work, "results/ranks/**/*", "resources/ladder/*/models/**/*")
+    result = snakemake(work, "--cores", "2", *args)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    after = file_states(work, "results/ranks/**/*", "resources/ladder/*/models/**/*")
+    assert all(after[path] == state for path, state in before.items())
+    fits = read_table(work / "results/tables/powerlaw_fits.csv")
+    assert set(fits["noise"]) == {"documents+seeds"} and (fits["n_models"] == 2 * len(sizes)).all()
+    variance = read_table(work / "results/tables/seed_variance.csv")
+    assert set(variance["size"]) == set(sizes) and (variance["n_seeds"] == 2).all()
+    seed_fits = read_table(work / "results/tables/seed_fits.csv")
+    assert set(seed_fits["seed"]) == {0, 1} and seed_fits["exponent_seed_sd"].notna().all()
+    metrics = read_table(work / "results/tables/metrics.csv")
+    runs = metrics.drop_duplicates("model").set_index("model")
+    assert runs.loc["smoke-a-s1", "replica_of"] == "smoke-a" and runs.loc["smoke-a-s1", "seed"] == 1
+    assert (work / "results/figures/fig12_seeds.png").stat().st_size > 5000
