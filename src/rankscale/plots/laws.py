@@ -28,7 +28,7 @@ from rankscale.plots.common import (
     save,
 )
 from rankscale.tables import LawKey, select
-from rankscale.tables.laws import Noise, law_replicates
+from rankscale.tables.noise import Noise, law_replicates
 
 INTERVAL_NOTE = (
     "Error bars: percentile intervals of a bootstrap over documents (``analysis.bootstrap``); shaded band: "

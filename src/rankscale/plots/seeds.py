@@ -14,7 +14,7 @@ from rankscale.laws import Points
 from rankscale.plots.common import S_LABEL, Figure, FigureData, cycle_color, grid, legend_below, save
 from rankscale.plots.laws import readable_log_ticks
 from rankscale.tables import LawKey, select
-from rankscale.tables.laws import Noise, law_replicates
+from rankscale.tables.noise import Noise, law_replicates
 from rankscale.tables.selection import optional_int
 
 SHOWN = (("neg_log_rbp", 1), ("ce", None))  # -log RBP_1 and CE

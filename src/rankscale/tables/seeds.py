@@ -20,7 +20,8 @@ from rankscale.bootstrap import has_replicas, seed_draws
 from rankscale.laws import FitForm, Points
 from rankscale.metrics import METRICS
 from rankscale.tables.base import Replicates, Table, TableInputs, typed, with_intervals
-from rankscale.tables.laws import GROUP, law_form, law_replicates
+from rankscale.tables.laws import GROUP, law_form
+from rankscale.tables.noise import law_replicates
 from rankscale.tables.selection import FitIndex, LawKey, finals, optional_int
 
 

@@ -11,7 +11,8 @@ import pandas as pd
 from rankscale.laws import FORMS, Points, PowerLaw, fit_power_law
 from rankscale.metrics import METRICS
 from rankscale.tables.base import Replicates, Table, typed, with_intervals
-from rankscale.tables.laws import GROUP, law_replicates
+from rankscale.tables.laws import GROUP
+from rankscale.tables.noise import law_replicates
 
 JOINT = FORMS["joint"]
 
