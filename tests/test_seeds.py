@@ -143,3 +143,73 @@ def test_adding_a_seed_trains_and_scores_that_seed_alone(smoke_run, tmp_path) ->
     runs = metrics.drop_duplicates("model").set_index("model")
     assert runs.loc["smoke-a-s1", "replica_of"] == "smoke-a" and runs.loc["smoke-a-s1", "seed"] == 1
     assert (work / "results/figures/fig12_seeds.png").stat().st_size > 5000
+
+
+# --- PolyPythias (config/polypythia.yaml), planned offline; replicas checked like checkpoints -------------
+
+
+def polypythia() -> dict:
+    import yaml
+
+    from tests.conftest import REPO
+
+    return yaml.safe_load((REPO / "config/polypythia.yaml").read_text())
+
+
+def test_polypythia_is_five_sizes_by_ten_seeds_with_the_architectures_sizes() -> None:
+    """Every run's S is its size's, checked against the architecture instantiated on the meta device."""
+    from rankscale.plan import build_plan
+    from tests.test_paper import MODELS as PAPER_MODELS
+    from tests.test_paper import PAPER, meta_count
+
+    config = polypythia()
+    plans = build_plan(config, check_paths=False)
+    assert len(plans) == 50
+    sizes = ("14m", "31m", "70m", "160m", "410m")
+    for size in sizes:
+        runs = [p for p in plans.values() if p.replica_of == f"pythia-{size}" or p.name == f"pythia-{size}"]
+        assert sorted(p.seed for p in runs) == list(range(10))
+        assert {p.source.location for p in runs if p.seed} == {
+            f"EleutherAI/pythia-{size}-seed{s}" for s in range(1, 10)
+        }
+        entries = [m for m in config["models"] if m["name"] in {p.name for p in runs}]
+        published = PAPER_MODELS[f"pythia-{size}"]["S"]
+        assert meta_count(f"pythia-{size}").non_embedding == published  # the architecture's own count
+        assert {m["S"] for m in entries} == {published}  # every run of the size
+    assert {p.info()["replica_of"] for p in plans.values()} == {f"pythia-{s}" for s in sizes}
+    assert config["datasets"] == PAPER["datasets"]
+
+
+def test_polypythia_plans_offline(tmp_path) -> None:
+    from rankscale.plots import FIGURES
+    from rankscale.tables import TABLES
+    from tests.conftest import copy_workflow, planned_jobs
+
+    jobs = planned_jobs(copy_workflow(tmp_path / "wf"), "--cores", "8", "--configfile", "config/polypythia.yaml")
+    by_rule: dict[str, int] = {}
+    for key, n in jobs.items():
+        by_rule[key.split("[")[0]] = by_rule.get(key.split("[")[0], 0) + n
+    # one tokenizer (pythia-14m's) for all 50 runs, on the paper's 8 datasets
+    assert by_rule == {"corpus": 8, "tokenize": 8, "extract": 400, "summarize": 400, "table": len(TABLES),
+                       "figure": len(FIGURES), "all": 1}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"seed": None}, r"models\[2\]\.seed: model 'pythia-70m-seed1' is one of the training runs of 'pythia-70m'"),
+        ({"replica_of": "pythia-7m"}, r"models\[2\]\.replica_of: 'pythia-7m' is no model's size"),
+        ({"family": "other"}, r"models\[2\]\.family: training runs of 'pythia-70m' must share one family"),
+        ({"seed": 0}, r"seed: training runs of 'pythia-70m' repeat a seed: \[0, 0\]"),
+    ],
+)
+def test_replicas_are_checked_like_checkpoints(change: dict, message: str) -> None:
+    from rankscale.config import ConfigError
+    from rankscale.plan import build_plan
+
+    config = polypythia()
+    config["models"] = [m for m in config["models"] if m["name"] in ("pythia-70m", "pythia-70m-seed1", "pythia-14m")]
+    assert [m["name"] for m in config["models"]] == ["pythia-14m", "pythia-70m", "pythia-70m-seed1"]
+    config["models"][2].update(change)
+    with pytest.raises(ConfigError, match=message):
+        build_plan(config, check_paths=False)

@@ -178,6 +178,25 @@ def warn_small_families(plans: Mapping[str, ModelPlan]) -> None:
             )
 
 
+def check_group(members: list[ModelPlan], size: str, what: str, key: str, meaning: str) -> None:
+    """Models grouped under one size (its checkpoints, or its training runs): one family, each with its own
+    `key` (D or seed), none repeated. Errors name the model's entry and the key."""
+    for plan in members:
+        if getattr(plan, key) is None:
+            raise ConfigError(
+                f"{plan.where}.{key}: model {plan.name!r} is one of the {what} of {size!r} "
+                f"({[m.name for m in members]}) but says no {key} ({meaning})"
+            )
+        if plan.family != members[0].family:
+            raise ConfigError(
+                f"{plan.where}.family: {what} of {size!r} must share one family; {plan.name!r} has "
+                f"{plan.family!r}, {members[0].name!r} has {members[0].family!r}"
+            )
+    values = [getattr(m, key) for m in members]
+    if len(set(values)) < len(values):
+        raise ConfigError(f"{members[-1].where}.{key}: {what} of {size!r} repeat a {key}: {values}")
+
+
 def mark_checkpoints(plans: dict[str, ModelPlan]) -> None:
     """Group models by the size they are checkpoints of; the one with most training tokens is final.
 
@@ -189,20 +208,7 @@ def mark_checkpoints(plans: dict[str, ModelPlan]) -> None:
     for size, members in groups.items():
         if len(members) == 1:
             continue
-        for plan in members:
-            if plan.D is None:
-                raise ConfigError(
-                    f"{plan.where}.D: model {plan.name!r} is one of the checkpoints of {size!r} "
-                    f"({[m.name for m in members]}) but says no D (training tokens seen)"
-                )
-            if plan.family != members[0].family:
-                raise ConfigError(
-                    f"{plan.where}.family: checkpoints of {size!r} must share one family; {plan.name!r} has "
-                    f"{plan.family!r}, {members[0].name!r} has {members[0].family!r}"
-                )
-        Ds = [m.D for m in members]
-        if len(set(Ds)) < len(Ds):
-            raise ConfigError(f"{members[-1].where}.D: checkpoints of {size!r} repeat a D: {Ds}")
+        check_group(members, size, "checkpoints", "D", "training tokens seen")
         last = max(members, key=lambda m: m.D or 0)
         for plan in members:
             plans[plan.name] = replace(plan, final=plan is last)
@@ -224,22 +230,8 @@ def check_replicas(plans: Mapping[str, ModelPlan]) -> None:
         if plan.final:
             groups.setdefault(plan.replica_of or plan.size or plan.name, []).append(plan)
     for size, members in groups.items():
-        if len(members) == 1:
-            continue
-        for plan in members:
-            if plan.seed is None:
-                raise ConfigError(
-                    f"{plan.where}.seed: model {plan.name!r} is one of the training runs of {size!r} "
-                    f"({[m.name for m in members]}) but says no seed"
-                )
-            if plan.family != members[0].family:
-                raise ConfigError(
-                    f"{plan.where}.family: runs of {size!r} must share one family; {plan.name!r} has "
-                    f"{plan.family!r}, {members[0].name!r} has {members[0].family!r}"
-                )
-        seeds = [m.seed for m in members]
-        if len(set(seeds)) < len(seeds):
-            raise ConfigError(f"{members[-1].where}.seed: runs of {size!r} repeat a seed: {seeds}")
+        if len(members) > 1:
+            check_group(members, size, "training runs", "seed", "its training seed")
 
 
 def unpinned(config: Mapping[str, Any], plans: Mapping[str, ModelPlan]) -> list[str]:
