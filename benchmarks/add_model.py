@@ -1,4 +1,4 @@
-"""What adding one model costs after a complete run (README: "Adding models and sharing rank arrays").
+"""What adding one model costs after a complete run (docs/sharing.md: "What adding a model costs").
 
 In a fresh copy of the working tree (what git would hand a colleague: no results/, no .snakemake/):
 time the full default run, then add one ladder size through a second config file and time the

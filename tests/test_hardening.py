@@ -1,4 +1,4 @@
-"""Careless or hostile input (issue 15): refused before any job with the key, file and value named,
+"""Careless or hostile input: refused before any job with the key, file and value named,
 or handled correctly; never a wrong number that looks valid, a write outside results/, finished
 work deleted by a late check, or outputs a colleague cannot read. Everything runs real Snakemake."""
 

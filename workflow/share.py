@@ -4,7 +4,7 @@
     python workflow/share.py pull    [--configfile FILE ...] [-r REMOTE]
     python workflow/share.py restore [--configfile FILE ...]
 
-Run from the repository root. README: "Adding models and sharing rank arrays (DVC)".
+Run from the repository root. docs/sharing.md: "Adding models and sharing rank arrays (DVC)".
 """
 
 import sys

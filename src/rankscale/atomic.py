@@ -1,6 +1,6 @@
 """Write outputs under a temporary name and rename them into place.
 
-A job killed half-way must never leave a file that looks complete (README, "What happens when…").
+A job killed half-way must never leave a file that looks complete (docs/troubleshooting.md).
 """
 
 from __future__ import annotations

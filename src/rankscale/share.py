@@ -41,7 +41,7 @@ DVC_YAML_HEADER = """\
 # the config, not this file. Snakemake produces every output (each `cmd` is the Snakemake call
 # that does); DVC stores, pushes and pulls them. One stage per model (its rank arrays, and its
 # checkpoint for a ladder model), plus the shared inputs a fresh clone would otherwise rebuild.
-# README: "Adding models and sharing rank arrays (DVC)".
+# docs/sharing.md: "Adding models and sharing rank arrays (DVC)".
 """
 
 
