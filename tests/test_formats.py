@@ -13,7 +13,7 @@ FORMATS = {name: value for name, value in vars(formats).items() if isinstance(va
 
 
 def test_both_expensive_outputs_have_a_format() -> None:
-    assert set(FORMATS) == {"RANK_FORMAT", "TRAIN_FORMAT"}
+    assert set(FORMATS) == {"CORPUS_FORMAT", "RANK_FORMAT", "TRAIN_FORMAT"}
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))

@@ -76,8 +76,17 @@ def test_bumping_the_rank_format_reruns_extraction(work: Path) -> None:
                               formats.read_text()))  # fmt: skip
     jobs = rules_of(planned_jobs(work, *SMOKE_ARGS))
     n = len(LADDER) * len(DATASETS)
-    assert jobs["extract"] == n and jobs["summarize"] == n and jobs["corpus"] == len(DATASETS)
-    assert jobs["ladder_train"] == 0  # the ladder's own text is another format's
+    assert jobs["extract"] == n and jobs["summarize"] == n and jobs["tokenize"] == len(DATASETS)
+    assert jobs["corpus"] == jobs["ladder_train"] == 0  # the corpora and the ladder are other formats'
+
+
+def test_bumping_the_corpus_format_reruns_the_corpora_and_all_made_from_them(work: Path) -> None:
+    formats = work / "src/rankscale/formats.py"
+    formats.write_text(re.sub(r"CORPUS_FORMAT = FormatVersion\(version=1", "CORPUS_FORMAT = FormatVersion(version=2",
+                              formats.read_text()))  # fmt: skip
+    jobs = rules_of(planned_jobs(work, *SMOKE_ARGS))
+    assert jobs["corpus"] == len(DATASETS) and jobs["extract"] == len(LADDER) * len(DATASETS)
+    assert jobs["ladder_train"] == len(LADDER)  # its training text is cut free of the evaluated corpora
 
 
 def test_a_local_model_retrained_in_place_is_rescored_alone(smoke_run: Path, tmp_path: Path) -> None:

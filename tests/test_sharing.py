@@ -306,7 +306,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]:
 
 
 def add_ssh_remote(repo: Path, server: SimpleNamespace, path: Path) -> None:
-    """The README's recipe: URL in the shared config, user and key only in .dvc/config.local."""
+    """The recipe of docs/sharing.md: URL in the shared config, user and key only in .dvc/config.local."""
     dvc(repo, "remote", "add", "-f", "ssh", f"ssh://127.0.0.1:{server.port}{path}")
     dvc(repo, "remote", "modify", "--local", "ssh", "user", server.user)
     dvc(repo, "remote", "modify", "--local", "ssh", "keyfile", server.keyfile)

@@ -171,7 +171,7 @@ def test_sidecar_records_provenance(smoke_run):
 
 
 def test_every_number_has_an_interval(smoke_run):
-    """Percentile intervals of the document bootstrap sit around every estimate (issue: uncertainty)."""
+    """Percentile intervals of the document bootstrap sit around every estimate (docs/science.md, Uncertainty)."""
     tables = smoke_run / "results/tables"
     metrics = pd.read_csv(tables / "metrics.csv")
     assert ((metrics["ci_low"] <= metrics["value"]) & (metrics["value"] <= metrics["ci_high"])).all()

@@ -1,7 +1,10 @@
 """The format versions of the expensive outputs, with the digest of the code each was reviewed at.
 
-- `RANK_FORMAT`: what a rank array holds (and the corpora and token windows it scores). It is part
-  of every rank array's identity, and of the corpus and tokenization params.
+- `CORPUS_FORMAT`: what a corpus holds (the documents a dataset entry yields). It is part of the corpus
+  params: a bump recomputes the corpora and everything made from them (token files, rank arrays, and
+  the offline ladder, whose training text is cut free of the evaluated corpora).
+- `RANK_FORMAT`: what a rank array holds (and the token windows it scores). It is part of every rank
+  array's identity and of the tokenization params: a bump recomputes token files and rank arrays only.
 - `TRAIN_FORMAT`: what a ladder checkpoint is (its training text, tokenizer and training). It is
   part of the ladder directory's key, so a bump trains a new ladder beside the old one.
 
@@ -14,7 +17,8 @@ and comments do not change a digest; everything else in the code behind an outpu
 
 from rankscale.fingerprint import FormatVersion
 
-RANK_FORMAT = FormatVersion(version=1, code="b23033d9931c0f82", scripts=("corpus", "tokenize", "extract"))
+CORPUS_FORMAT = FormatVersion(version=1, code="3dd5e8cd24be7352", scripts=("corpus",))
+RANK_FORMAT = FormatVersion(version=1, code="daa8aea72d888261", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
-    version=1, code="82d58c94eca8693d", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
+    version=1, code="6f7c66cf1ed3b603", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )

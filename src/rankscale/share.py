@@ -111,7 +111,12 @@ def dvc_stages(plans: Mapping[str, ModelPlan], datasets: Sequence[str], config_f
     """Every stage for this plan: shared inputs first, then one per model."""
     corpus = tuple(f"results/corpus/{d}.{ext}" for d in datasets for ext in ("jsonl", "json"))
     home = next((str(Path(p.source.location).parent.parent) for p in plans.values() if p.ladder), None)
-    ladder = (f"{home}/train_corpus.jsonl", f"{home}/{TRAIN_TOKENS}", f"{home}/tokenizer") if home else ()
+    # the training text (and its token ids, which every training job reads) and the tokenizer
+    ladder = (
+        (f"{home}/train_corpus.jsonl", f"{home}/{TRAIN_TOKENS}", f"{home}/tokenizer", f"{home}/train_tokens.npz")
+        if home
+        else ()
+    )
     stages = [Stage("corpus", snakemake_cmd(config_files, corpus), corpus)]
     if home:
         stages.append(Stage("ladder", snakemake_cmd(config_files, ladder[2:]), ladder))

@@ -87,14 +87,22 @@ class Run:
 
 @contextlib.contextmanager
 def locked(folder: Path) -> Iterator[None]:
-    """Hold the run's lock: another job of the same run waits, then finds the states this one saved."""
+    """Hold the run's lock: another job of the same run waits, then finds the states this one saved.
+
+    A shared file system without locks (some NFS mounts) only loses the waiting: two jobs of one run
+    may then both train from the last saved state, to the same weights.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / ".lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except OSError as exc:
+            log.warning("%s: no file lock on this file system (%s): jobs of this run will not wait", folder, exc)
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            with contextlib.suppress(OSError):
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def saved_steps(folder: Path) -> list[int]:

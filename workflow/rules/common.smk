@@ -14,7 +14,7 @@ if SRC not in sys.path:
 
 from rankscale.config import ConfigError, load_yaml, validate  # noqa: E402
 from rankscale.fingerprint import code_digest  # noqa: E402
-from rankscale.formats import RANK_FORMAT  # noqa: E402
+from rankscale.formats import CORPUS_FORMAT, RANK_FORMAT  # noqa: E402
 from rankscale.plan import (  # noqa: E402
     TRAIN_TOKENS,
     build_plan,
@@ -83,8 +83,8 @@ def tokenizer_input(wc):
 
 def corpus_spec(dataset):
     """What a corpus depends on: its entry less the settings later steps apply (so no needless rerun),
-    and the rank format version (a bump recomputes corpora, token files and rank arrays)."""
-    return RANK_FORMAT.params(corpus_params(config["datasets"][dataset]))
+    and the corpus format version (a bump recomputes the corpora and all made from them)."""
+    return CORPUS_FORMAT.params(corpus_params(config["datasets"][dataset]))
 
 
 def tokenizer_users(tok):

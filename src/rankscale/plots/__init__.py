@@ -1,9 +1,8 @@
 """Figures mirroring the paper's, from the result tables; each saved as PNG + PDF.
 
-To add a figure: write `plot(data, settings, png)` in the module of its topic (or a new one
-listed below) and add a `Figure` to that module's `FIGURES` list, naming the tables and
-`figures:` settings it reads and its caption (give new settings a default in
-config/schema.yaml). The `figure` rule draws every registered figure in its own job.
+Each topic module lists its figures in `FIGURES` (a plot function, the tables and `figures:` settings
+it reads, its caption); the `figure` rule draws every registered figure in its own job.
+`plots.common` is the toolkit they share. CONTRIBUTING.md, "A new figure", says how to add one.
 """
 
 from __future__ import annotations
