@@ -20,5 +20,5 @@ from rankscale.fingerprint import FormatVersion
 CORPUS_FORMAT = FormatVersion(version=1, code="3dd5e8cd24be7352", scripts=("corpus",))
 RANK_FORMAT = FormatVersion(version=1, code="daa8aea72d888261", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
-    version=1, code="6f7c66cf1ed3b603", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
+    version=1, code="5079fb0142f25c7e", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )

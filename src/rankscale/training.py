@@ -93,7 +93,7 @@ def locked(folder: Path) -> Iterator[None]:
     may then both train from the last saved state, to the same weights.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".lock", "w") as handle:
+    with open(folder / ".lock", "a") as handle:  # opened, never written: its time stays that of the first job
         try:
             fcntl.flock(handle, fcntl.LOCK_EX)
         except OSError as exc:
