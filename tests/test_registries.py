@@ -94,9 +94,9 @@ def test_a_new_metric_is_computed_tabled_and_fitted_with_intervals(extended):
         arrays, _ = load_rank_arrays(f"{ranks}.npz", f"{ranks}.json")
         assert row.value == pytest.approx(np.mean(1.0 / arrays.rank.astype(np.float64)), rel=1e-12)
         # the document-level standard error of a ratio of sums (linearised), a scale the interval must have
-        docs, row = np.unique(arrays.doc, return_inverse=True)
-        sums = np.bincount(row, weights=1.0 / arrays.rank.astype(np.float64))
-        counts = np.bincount(row).astype(np.float64)
+        docs, doc_row = np.unique(arrays.doc, return_inverse=True)
+        sums = np.bincount(doc_row, weights=1.0 / arrays.rank.astype(np.float64))
+        counts = np.bincount(doc_row).astype(np.float64)
         z = (sums - row_value(sums, counts) * counts) / counts.mean()
         se = np.std(z, ddof=1) / np.sqrt(len(docs))
         assert row.ci_low < row.value < row.ci_high
