@@ -60,18 +60,28 @@ def _panel(ax: Any, data: FigureData, key: LawKey) -> bool:
 def fig_seeds(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
     """-log RBP_1 and CE against S for every family with several seeds per size: each seed and the pool."""
     metrics = data.tables["metrics"]
-    families = sorted(metrics["family"].unique())
-    fig, axes = grid(len(SHOWN) * max(1, len(families)), len(data.datasets), w=4.8, h=4.2)
-    for f, family in enumerate(families):
+    final = metrics[metrics["final"].astype(bool)].drop_duplicates("model")
+    seeded = sorted(f for f, group in final.groupby("family") if has_replicas(group["replica_of"]))
+    if not seeded:  # one run per size everywhere: say so once, without empty axes
+        fig, axes = grid(1, 1, w=6.0, h=1.6)
+        axes[0, 0].axis("off")
+        axes[0, 0].text(0.5, 0.5, "No size was trained with more than one seed: nothing to compare across runs.\n"
+                        "Give several in ladder.train.seeds (config/seeds.yaml), or seed and replica_of on models.",
+                        ha="center", va="center", fontsize=9, transform=axes[0, 0].transAxes)  # fmt: skip
+        save(fig, png)
+        return
+    fig, axes = grid(len(SHOWN) * len(seeded), len(data.datasets), w=4.8, h=4.2)
+    for f, family in enumerate(seeded):
         for i, (law, k) in enumerate(SHOWN):
             for j, dataset in enumerate(data.datasets):
                 ax = axes[f * len(SHOWN) + i, j]
                 ax.set_xscale("log")
                 ax.set_yscale("log")
                 key = LawKey(family, dataset, law, k)
-                if not _panel(ax, data, key):
-                    ax.text(0.5, 0.5, f"{family}: one training run per size\n(ladder.train.seeds, or seed and "
-                            "replica_of on models)", transform=ax.transAxes, ha="center", va="center", fontsize=8)  # fmt: skip
+                if not _panel(ax, data, key):  # the family has several seeds elsewhere, not on this dataset
+                    ax.axis("off")
+                    ax.text(0.5, 0.5, f"{family} on {dataset}: one run per size", transform=ax.transAxes,
+                            ha="center", va="center", fontsize=8)  # fmt: skip
                     continue
                 ax.set_xlabel(S_LABEL)
                 ax.set_ylabel(key.metric.axis_label(k))
@@ -93,7 +103,8 @@ FIGURES = [
             "cross-entropy (bottom) against S, one colour per seed, with the law fitted to that seed's models alone "
             "(thin; seed_fits.csv), the law pooled over every run (black; powerlaw_fits.csv) and its band from the "
             "hierarchical bootstrap (grey: seeds resampled within each size, then documents). Where the seeds' laws "
-            "fan out wider than a documents-only band, an exponent from one training run would be overconfident."
+            "fan out wider than a documents-only band, an exponent from one training run would be overconfident. "
+            "Families with one run per size are left out; with none, the figure says so."
         ),
     ),
 ]
