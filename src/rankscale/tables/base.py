@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from rankscale.bootstrap import interval
+from rankscale.laws import FitForm, FittedLaw
 from rankscale.metrics import METRICS
 from rankscale.statistics import Totals
 from rankscale.summary import Summary
@@ -109,6 +110,20 @@ def read_table(path: str | Path) -> pd.DataFrame:
         return pd.read_csv(path, dtype=dict.fromkeys(INTEGER_COLUMNS, "Int64"))
     except pd.errors.EmptyDataError:
         return pd.DataFrame()
+
+
+def law_parameters(
+    form: FitForm, law: FittedLaw, refitted: dict[str, np.ndarray], level: float, level_of_y: float
+) -> tuple[dict[str, float], dict[str, str]]:
+    """A fitted law's parameters, each with the percentile interval of its refits, and those the data cannot
+    identify (at a bound of their domain: `FitForm.unidentified`), whose interval is left empty."""
+    unidentified = form.unidentified(law, refitted, level_of_y)
+    out: dict[str, float] = {}
+    for p, value in law.row().items():
+        out.update(with_intervals(value, refitted[p], level, p))
+        if p in unidentified:  # every refit stops at the bound: no interval, rather than a point
+            out[f"{p}_ci_low"] = out[f"{p}_ci_high"] = np.nan
+    return out, unidentified
 
 
 def with_intervals(value: float, samples: np.ndarray, level: float, name: str) -> dict[str, float]:

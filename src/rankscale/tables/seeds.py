@@ -19,7 +19,7 @@ import pandas as pd
 from rankscale.bootstrap import has_replicas, seed_draws
 from rankscale.laws import FitForm, Points
 from rankscale.metrics import METRICS
-from rankscale.tables.base import Replicates, Table, TableInputs, typed, with_intervals
+from rankscale.tables.base import Replicates, Table, TableInputs, law_parameters, typed, with_intervals
 from rankscale.tables.laws import GROUP, law_form
 from rankscale.tables.noise import law_replicates
 from rankscale.tables.selection import FitIndex, LawKey, finals, optional_int
@@ -106,8 +106,10 @@ def seed_fits_table(
                 per_seed.append({**row, "note": str(exc)})
                 continue
             refitted = form.fit_replicates(points, law_replicates(runs, replicates), law, refits)
-            for p, value in law.row().items():
-                row.update(with_intervals(value, refitted[p], level, p))
+            parameters, unidentified = law_parameters(form, law, refitted, level, float(np.median(y)))
+            row.update(parameters)
+            if form.bounds:
+                row["not_identified"] = "; ".join(unidentified.values())
             per_seed.append({**row, "note": ""})
         exponents = np.array([r[form.exponent] for r in per_seed if form.exponent and not r["note"]])
         spread = {

@@ -10,7 +10,7 @@ import pandas as pd
 
 from rankscale.laws import FORMS, Points, PowerLaw, fit_power_law
 from rankscale.metrics import METRICS
-from rankscale.tables.base import Replicates, Table, typed, with_intervals
+from rankscale.tables.base import Replicates, Table, law_parameters, typed, with_intervals
 from rankscale.tables.laws import GROUP
 from rankscale.tables.noise import law_replicates
 
@@ -83,11 +83,8 @@ def joint_fits_table(
             rows.append({**row, "note": str(exc)})
             continue
         refitted = JOINT.fit_replicates(points, law_replicates(group, replicates), law, refits)
-        unidentified = JOINT.unidentified(law, refitted, float(np.median(y)))
-        for p, value in law.row().items():
-            row.update(with_intervals(value, refitted[p], level, p))
-            if p in unidentified:  # every refit stops at the bound: no interval, rather than a point
-                row[f"{p}_ci_low"] = row[f"{p}_ci_high"] = np.nan
+        parameters, unidentified = law_parameters(JOINT, law, refitted, level, float(np.median(y)))
+        row.update(parameters)
         residual = np.log(y) - np.log(JOINT.predict(law, points))
         corner = (size == size.max()) & (tokens == tokens[size == size.max()].max())
         held = {"corner_model": group["model"].to_numpy()[corner][0], "corner_observed": float(y[corner][0])}
