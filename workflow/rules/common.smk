@@ -55,10 +55,10 @@ LADDER_DIR = ladder_dir(config)
 
 # what summaries are computed with: every k a table or figure reads is on their k grid
 SUMMARY_SETTINGS = summary_settings(config)
-# the code each cheap rule runs (its script and every package module it imports): a change reruns it, a
+# the code each cheap step runs (its script and every package module it imports): a change reruns it, a
 # touch or a reformat does not (profiles/default sets --rerun-triggers without Snakemake's mtime-based
 # `code`); the expensive rules carry format versions instead (rankscale.formats)
-CODE = {rule: code_digest(Path(workflow.basedir) / f"workflow/scripts/{rule}.py") for rule in ("summarize", "table", "figure")}
+CODE = {step: code_digest(Path(workflow.basedir) / f"workflow/scripts/{step}.py") for step in ("summarize", "table", "figure")}
 
 TABLE_FILES = expand("results/tables/{table}.csv", table=TABLES)
 FIGURE_FILES = expand("results/figures/{figure}.{ext}", figure=FIGURES, ext=["png", "pdf"])
