@@ -16,7 +16,7 @@ import pandas as pd
 from rankscale.bootstrap import interval, p_value, spread_to_noise
 from rankscale.laws import FORMS, FitForm, Points, compare_forms
 from rankscale.metrics import METRICS
-from rankscale.tables.base import Replicates, Table, TableInputs, typed
+from rankscale.tables.base import Replicates, Table, TableInputs, law_parameters, typed
 from rankscale.tables.noise import Noise, law_replicates
 from rankscale.tables.selection import FitIndex, LawKey, finals, optional_int, select
 
@@ -64,12 +64,9 @@ def fits_table(
             noise = Noise.of(group, len(document_reps), seed)
             reps = noise.apply(document_reps)
             if law is not None:
-                fitted, refitted = law.row(), form.fit_replicates(points, reps, law, refits)
-                unidentified = form.unidentified(law, refitted, float(np.median(y)))
-                for p, values in refitted.items():
-                    out[f"{p}_ci_low"], out[f"{p}_ci_high"] = (float(v) for v in interval(values, level, fitted[p]))
-                    if p in unidentified:  # every refit stops at the bound: no interval, rather than a point
-                        out[f"{p}_ci_low"] = out[f"{p}_ci_high"] = math.nan
+                refitted = form.fit_replicates(points, reps, law, refits)
+                parameters, unidentified = law_parameters(form, law, refitted, level, float(np.median(y)))
+                out.update({name: value for name, value in parameters.items() if name not in law.row()})
                 if form.bounds:
                     out["not_identified"] = "; ".join(unidentified.values())
             out["noise"] = noise.label
