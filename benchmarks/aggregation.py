@@ -1,7 +1,8 @@
 """Aggregation: from rank arrays of 10^6 tokens per model to the tables and fits, with and without the bootstrap.
 
 Six synthetic models x 10^6 tokens (|V| = 50,277, Pythia's vocabulary; ranks drawn from a discrete
-lognormal whose mu falls with size, ~2000 documents each), the analysis settings the workflow runs
+lognormal whose mu falls with size, ~2000 documents each; token kinds drawn at random per vocabulary id, the
+default's 128-token windows), the analysis settings the workflow runs
 config/config.yaml with (`rankscale.plan.summary_settings` and `table_settings`: the same k grid). Each entry of `STEPS` is timed, rounds interleaved:
 `summarize` per model without the bootstrap (replicates 0) and with it (B = 1000 replicate totals,
 200 replicate rank histograms), then every table of `rankscale.tables.TABLES` from the
@@ -31,6 +32,8 @@ from rankscale.rankfile import RankArrays
 from rankscale.statistics import Totals
 from rankscale.summary import ModelInfo, Resampling, Summary, SummarySettings, summarize
 from rankscale.tables import TABLES, Replicates, TableSettings, build_table
+from rankscale.token_kinds import KINDS
+from rankscale.windows import WindowSpec
 
 VOCAB = 50277
 
@@ -42,6 +45,7 @@ class Data:
     arrays: list[RankArrays]
     metas: list[dict[str, Any]]
     config: dict[str, Any]  # validated: every default filled in
+    kinds: np.ndarray  # a token kind per vocabulary id (the `kind` stratum), drawn at random
     summaries: dict[int, Summary] = field(default_factory=dict)
     replicates: dict[int, Totals] = field(default_factory=dict)
     tables: dict[str, Any] = field(default_factory=dict)
@@ -49,6 +53,12 @@ class Data:
     @property
     def settings(self) -> SummarySettings:
         return SummarySettings.from_params(summary_settings(self.config))
+
+    @property
+    def windows(self) -> WindowSpec:
+        """The default's windows (the `context` stratum)."""
+        extraction = self.config["extraction"]
+        return WindowSpec(extraction["max_length"], extraction["stride"], extraction["max_windows_per_doc"])
 
     def info(self, i: int) -> ModelInfo:
         return ModelInfo("synthetic", None, f"m{i}", True, None, f"m{i}")
@@ -70,15 +80,15 @@ class Step:
 def _summarize_without_bootstrap(data: Data, i: int | None) -> None:
     assert i is not None
     settings = replace(data.settings, replicates=0, distribution_replicates=0)
-    summarize(data.arrays[i], data.metas[i], settings, data.resampling(i, 0), data.info(i))
+    summarize(data.arrays[i], data.metas[i], settings, data.resampling(i, 0), data.info(i), data.windows, data.kinds)
 
 
 def _summarize(data: Data, i: int | None) -> None:
     assert i is not None
     settings = data.settings
-    summary, _, boot = summarize(
-        data.arrays[i], data.metas[i], settings, data.resampling(i, settings.replicates), data.info(i)
-    )
+    resampling = data.resampling(i, settings.replicates)
+    summary, _, boot = summarize(data.arrays[i], data.metas[i], settings, resampling, data.info(i), data.windows,
+                                 data.kinds)  # fmt: skip
     data.summaries[i] = summary
     data.replicates[i] = Totals({name[4:]: v for name, v in boot.items() if name.startswith("rep_")})
 
@@ -143,7 +153,8 @@ def build(tokens: int, models: int) -> Data:
         {"vocab_size": VOCAB, "model": f"m{i}", "dataset": "synthetic", "S": int(s), "ties": "ge", "sha256": "0" * 64}
         for i, s in enumerate(sizes)
     ]
-    return Data(arrays, metas, config)
+    kinds = np.random.default_rng(0).integers(0, len(KINDS), VOCAB).astype(np.uint8)
+    return Data(arrays, metas, config, kinds)
 
 
 def main(argv: list[str] | None = None) -> str:

@@ -12,6 +12,7 @@ out-of-memory back-off settles on; the floor and naive get the largest that fits
 
     python benchmarks/throughput.py                       # CPU: ladder sizes on HumanEval
     python benchmarks/throughput.py --device cuda --dtype bfloat16   # the paper's shapes, 1024 tokens
+    python benchmarks/throughput.py --models smollm2-135m --batch-sizes 1,8   # a real pretrained model (GGUF)
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import references as ref
 import torch
 import workloads as wl
 
-NO_TARGET = {wl.LADDER_SMALLEST, "pythia-tiny", "qwen2-tiny"}  # the head dominates a tiny body
+NO_TARGET = {wl.LADDER_SMALLEST, "pythia-tiny", "qwen2-tiny"}  # real models (wl.REAL_MODELS) have the target  # the head dominates a tiny body
 
 
 def options(argv: list[str] | None) -> harness.Bench:
@@ -171,7 +172,10 @@ def main(argv: list[str] | None = None) -> str:
             if b.device.type == "cuda":
                 torch.cuda.empty_cache()
     peak = " | peak GiB floor / ours / naive" if b.device.type == "cuda" else ""
+    real = all(name in wl.REAL_MODELS for name in a.models)
     source = "trained checkpoints of a workflow run (`--ladder-root`)" if a.ladder_root else "random init (seed 0)"
+    if real:
+        source = "real pretrained weights, dequantized from the GGUF files their packages ship"
     if a.device_map:
         source += f", loaded by the workflow's loader with device_map={a.device_map!r}"
     lines = [
@@ -203,8 +207,10 @@ def main(argv: list[str] | None = None) -> str:
         if not a.ladder_root:
             lines.append("\nRandom weights give near-uniform logits, so this overstates a trained model's mismatches.")
     title = "Throughput: extraction vs the bare forward pass and a naive ranker"
-    name = b.section("throughput") + ("-trained" if a.ladder_root else "") + ("-device-map" if a.device_map else "")
-    return b.finish(name, title + (" (trained checkpoints)" if a.ladder_root else ""), "\n".join(lines))
+    kind = "-trained" if a.ladder_root else "-real" if real else ""
+    name = b.section("throughput") + kind + ("-device-map" if a.device_map else "")
+    subtitle = {"-trained": " (trained checkpoints)", "-real": " (a real pretrained model)"}.get(kind, "")
+    return b.finish(name, title + subtitle, "\n".join(lines))
 
 
 if __name__ == "__main__":

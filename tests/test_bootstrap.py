@@ -20,7 +20,7 @@ from rankscale.plots.common import FigureData
 from rankscale.plots.laws import fig_extrapolation
 from rankscale.statistics import Totals
 from rankscale.tables import Replicates
-from rankscale.tables.laws import contrasts_table, extrapolation_table, fits_table
+from rankscale.tables.laws import TWO_SIZES, contrasts_table, extrapolation_table, fits_table
 from rankscale.tables.metrics import metrics_table
 from tests.synthetic import summary
 
@@ -171,14 +171,14 @@ def test_extrapolation_is_exact_on_noise_free_laws() -> None:
 
 
 def test_extrapolation_figure_draws_when_no_size_can_be_held_out(tmp_path: Path) -> None:
-    """Two sizes leave nothing to fit on once one is held out: the table is empty, the figure says so."""
+    """Two sizes leave nothing to fit on once one is held out: the table says so in a note, the figure too."""
     rbp = {1: np.exp(-3.0 * SIZES**-0.1)}
     ce = 7.0 * SIZES**-0.05
     summaries, replicates = synthetic_family(rbp, ce)
     two = [s for s in summaries if s.model in ("m0", "m1")]
     metrics = metrics_table(two, replicates, 0.95)
     table = extrapolation_table(metrics, replicates, [1], 0.95, POWER_LAW, 0, 0)
-    assert table.empty
+    assert list(table["note"]) == [TWO_SIZES] and "predicted" not in table
     png = tmp_path / "fig9.png"
     data = FigureData(
         tables={"extrapolation": table},

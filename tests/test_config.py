@@ -31,7 +31,7 @@ def test_validation_fills_every_default_and_normalises_numbers() -> None:
     }
     assert config["analysis"]["bootstrap"] == {"replicates": 1000, "seed": 0, "level": 0.95, "refits": 100}
     assert config["datasets"]["d"]["split_heldout"] == "all" and config["datasets"]["d"]["seed"] is None
-    assert config["tokenization"] == {"add_special_tokens": False}
+    assert config["tokenization"] == {"add_special_tokens": True}  # each document starts as in training
     as_floats = validate(
         {"datasets": {"d": {"source": "packaged", "name": "humaneval"}}, "extraction": {"max_length": 64.0}}
     )

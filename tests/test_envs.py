@@ -284,8 +284,11 @@ def installed_requirements(name: str) -> tuple[Requirement, ...]:
 
 @cache
 def project_requirements() -> dict[str, Requirement]:
+    """The project's dependencies and its optional features' (e.g. `gguf`: code imports them lazily, where a
+    configuration uses the feature), not the `dev` tooling."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    return {canonicalize_name(r.name): r for r in map(Requirement, project["dependencies"])}
+    features = [r for name, reqs in project["optional-dependencies"].items() if name != "dev" for r in reqs]
+    return {canonicalize_name(r.name): r for r in map(Requirement, [*project["dependencies"], *features])}
 
 
 def missing_distributions(script: Path, env_file: Path, src: Path = SRC) -> list[str]:

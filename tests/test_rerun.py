@@ -17,6 +17,7 @@ import pytest
 import yaml
 from safetensors.numpy import load_file, save_file
 
+from rankscale.formats import CORPUS_FORMAT, RANK_FORMAT
 from rankscale.plan import ladder_dir
 from tests.conftest import REPO, copy_run, copy_workflow, job_key, output_jobs, planned_jobs, snakemake
 
@@ -72,8 +73,8 @@ def test_reformatting_comments_and_touches_rerun_nothing(work: Path) -> None:
 
 def test_bumping_the_rank_format_reruns_extraction(work: Path) -> None:
     formats = work / "src/rankscale/formats.py"
-    formats.write_text(re.sub(r"RANK_FORMAT = FormatVersion\(version=1", "RANK_FORMAT = FormatVersion(version=2",
-                              formats.read_text()))  # fmt: skip
+    bumped = f"RANK_FORMAT = FormatVersion(version={RANK_FORMAT.version + 1}"
+    formats.write_text(re.sub(r"RANK_FORMAT = FormatVersion\(version=\d+", bumped, formats.read_text()))
     jobs = rules_of(planned_jobs(work, *SMOKE_ARGS))
     n = len(LADDER) * len(DATASETS)
     assert jobs["extract"] == n and jobs["summarize"] == n and jobs["tokenize"] == len(DATASETS)
@@ -82,8 +83,8 @@ def test_bumping_the_rank_format_reruns_extraction(work: Path) -> None:
 
 def test_bumping_the_corpus_format_reruns_the_corpora_and_all_made_from_them(work: Path) -> None:
     formats = work / "src/rankscale/formats.py"
-    formats.write_text(re.sub(r"CORPUS_FORMAT = FormatVersion\(version=1", "CORPUS_FORMAT = FormatVersion(version=2",
-                              formats.read_text()))  # fmt: skip
+    bumped = f"CORPUS_FORMAT = FormatVersion(version={CORPUS_FORMAT.version + 1}"
+    formats.write_text(re.sub(r"CORPUS_FORMAT = FormatVersion\(version=\d+", bumped, formats.read_text()))
     jobs = rules_of(planned_jobs(work, *SMOKE_ARGS))
     assert jobs["corpus"] == len(DATASETS) and jobs["extract"] == len(LADDER) * len(DATASETS)
     assert jobs["ladder_train"] == len(LADDER)  # its training text is cut free of the evaluated corpora

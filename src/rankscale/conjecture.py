@@ -67,7 +67,7 @@ class Distribution:
     self_alignment: float  # KL(p || q)
     confidence: float  # -log C
     ranks_seen: int
-    mu: float  # the fitted discrete lognormal (NaN when it cannot be fitted: `note` says why)
+    mu: float  # the fitted discrete lognormal (NaN when it cannot be fitted or ran to a bound: `note` says why)
     sigma: float
     ee_lognormal: float  # its entropy: the CE a calibrated model with it would have
     neg_log_p1_lognormal: float  # its -log P(R = 1)
@@ -114,13 +114,15 @@ def distribution_statistics(
     _, self_alignment, confidence = decomposition(counts, logprob_sums)
     measured = {"ee": ee, "ee_mm": ee_mm, "self_alignment": self_alignment, "confidence": confidence,
                 "ranks_seen": int((counts > 0).sum())}  # fmt: skip
+    nan = math.nan
+    not_fitted: dict[str, Any] = dict(mu=nan, sigma=nan, ee_lognormal=nan, neg_log_p1_lognormal=nan,
+                      neg_log_rbp_lognormal=dict.fromkeys(ks, nan), ce_appendix_b=nan, neg_log_p1_appendix_b=nan)  # fmt: skip
     try:
         fit = fit_lognormal(counts, truncate=truncate, start=start)
     except DegenerateRanks as exc:
-        nan = math.nan
-        return Distribution(**measured, mu=nan, sigma=nan, ee_lognormal=nan, neg_log_p1_lognormal=nan,
-                            neg_log_rbp_lognormal=dict.fromkeys(ks, nan), ce_appendix_b=nan,
-                            neg_log_p1_appendix_b=nan, note=str(exc))  # fmt: skip
+        return Distribution(**measured, **not_fitted, note=str(exc))
+    if fit.at_bound:  # where the search stopped is no estimate: neither it nor anything derived from it is reported
+        return Distribution(**measured, **not_fitted, note=fit.bound_note())
     derived = implied(fit.mu, fit.sigma, vocab_size, list(ks), truncate)
     neg_log_p1_b, ce_b = appendix_b(fit.mu, fit.sigma)
     return Distribution(

@@ -19,6 +19,7 @@ import transformers
 
 from rankscale import __version__
 from rankscale.extract import ExtractionSettings, extract_ranks
+from rankscale.gguf import converted_info
 from rankscale.identity import RankIdentity, Upstream
 from rankscale.models import (
     ModelSource,
@@ -120,11 +121,15 @@ def run(
     stats: dict[str, Any] = {}
     arrays = extract_ranks(model, corpus, windows, vocab_size, settings, stats)
     wall = time.perf_counter() - started
+    gguf = converted_info(source.location) if source.local else None
     meta = {
         "model": name,
         "family": job["family"],
         **identity.sidecar(),
-        "resolved_revision": resolved_revision(source, model),
+        # a converted GGUF model is its file: its digest, and the quantization its dequantized weights come from
+        "resolved_revision": f"gguf:{gguf['sha256']}" if gguf else resolved_revision(source, model),
+        "quantization": gguf["quantization"] if gguf else None,
+        "gguf_file": gguf["file"] if gguf else None,
         "S": params.non_embedding,
         "parameters": params.__dict__,
         "vocab_size": vocab_size,
@@ -133,6 +138,9 @@ def run(
         "tokenizer_key": job["tokenizer_key"],
         **upstream.sidecar(),
         "dataset_revision": token_meta.get("dataset_revision"),
+        # each document began with the special tokens its tokenizer puts before the text (e.g. a BOS), or not
+        "add_special_tokens": token_meta.get("add_special_tokens"),
+        "special_prefix_tokens": token_meta.get("special_prefix_tokens"),
         "n_windows": len(windows),
         "n_documents": token_meta["documents"],
         "device": str(device),

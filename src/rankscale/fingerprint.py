@@ -152,17 +152,25 @@ def weights_digest(directory: str | Path, cache: Path = WEIGHTS_CACHE) -> str | 
     the files (names, sizes, modification times): an unchanged model is hashed once, a model whose
     weights are replaced in place (any stamp changes) is hashed again, and so rescored.
     """
+    files = weight_files(Path(directory))
+    return _cached_digest(Path(directory), files, named=True, cache=cache) if files else None
+
+
+def file_digest(path: str | Path, cache: Path = WEIGHTS_CACHE) -> str:
+    """A content digest of one file (e.g. a GGUF model), cached like `weights_digest`; its name is not part of it."""
+    return _cached_digest(Path(path), [Path(path)], named=False, cache=cache)
+
+
+def _cached_digest(anchor: Path, files: list[Path], named: bool, cache: Path) -> str:
+    """sha256 (16 hex digits) of the files' contents (with each file's name and size where `named`), cached."""
     import json
     import os
 
-    files = weight_files(Path(directory))
-    if not files:
-        return None
     stamp = hashlib.sha256(
-        repr(
-            [str(Path(directory).resolve()), [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files]]
-        ).encode()
+        repr([str(anchor.resolve()), [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files]]).encode()
     ).hexdigest()
+    if not named:
+        stamp = f"file:{stamp}"
     known: dict[str, str] = {}
     if cache.is_file():
         try:
@@ -173,7 +181,8 @@ def weights_digest(directory: str | Path, cache: Path = WEIGHTS_CACHE) -> str | 
         return known[stamp]
     digest = hashlib.sha256()
     for path in files:
-        digest.update(f"{path.name}\n{path.stat().st_size}\n".encode())
+        if named:
+            digest.update(f"{path.name}\n{path.stat().st_size}\n".encode())
         with path.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 24), b""):
                 digest.update(block)

@@ -17,8 +17,9 @@ and comments do not change a digest; everything else in the code behind an outpu
 
 from rankscale.fingerprint import FormatVersion
 
-CORPUS_FORMAT = FormatVersion(version=1, code="3dd5e8cd24be7352", scripts=("corpus",))
-RANK_FORMAT = FormatVersion(version=1, code="daa8aea72d888261", scripts=("tokenize", "extract"))
+CORPUS_FORMAT = FormatVersion(version=1, code="a2dced4bc7fae2aa", scripts=("corpus",))
+# version 2: each document begins with the start tokens its tokenizer adds (a BOS), never with an appended EOS
+RANK_FORMAT = FormatVersion(version=2, code="b7cc2ed15ce862a5", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
-    version=1, code="5079fb0142f25c7e", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
+    version=1, code="ad732b0eef8b3a42", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )

@@ -27,6 +27,29 @@ class DegenerateRanks(ValueError):
     """The histogram holds one distinct rank (e.g. every rank is 1): no lognormal can be fitted."""
 
 
+MU_BOUNDS = (-50.0, 50.0)  # the optimizer's box for mu ...
+SIGMA_BOUNDS = (1e-3, 50.0)  # ... and for sigma (searched as log sigma)
+BOUND_TOLERANCE = 1e-6  # a solution this close to a bound, in the optimizer's coordinates, is at it
+
+
+def at_bounds(
+    x: np.ndarray, bounds: list[tuple[float, float]], names: tuple[str, ...], tol: float = BOUND_TOLERANCE
+) -> tuple[str, ...]:
+    """The names of the coordinates of an optimizer's solution `x` that sit (within `tol`) on their box bound:
+    such a value is where the search stopped, not an estimate."""
+    return tuple(n for n, v, (lo, hi) in zip(names, x, bounds, strict=True) if v - lo <= tol or hi - v <= tol)
+
+
+def bound_side(value: float, low: float, high: float) -> tuple[str, float]:
+    """("lower", low) or ("upper", high): the bound a parameter at a bound sits at (the nearer one, compared in
+    log space for positive boxes, where the optimizer searched)."""
+    if low > 0 and value > 0:
+        value, low_c, high_c = math.log(value), math.log(low), math.log(high)
+    else:
+        low_c, high_c = low, high
+    return ("lower", low) if abs(value - low_c) <= abs(high_c - value) else ("upper", high)
+
+
 @dataclass(frozen=True)
 class LognormalFit:
     mu: float
@@ -34,10 +57,33 @@ class LognormalFit:
     nll_per_token: float
     n_tokens: int
     truncated: bool
+    at_bound: tuple[str, ...] = ()  # "mu", "sigma": parameters the optimizer left on a bound (not estimates)
 
     @property
     def mu_over_sigma(self) -> float:
         return self.mu / self.sigma
+
+    def bound_note(self) -> str:
+        """What is at which bound, and why that makes the fit a limit rather than a result ("" if nothing)."""
+        if not self.at_bound:
+            return ""
+        boxes = {"mu": MU_BOUNDS, "sigma": SIGMA_BOUNDS}
+        where = "; ".join(
+            f"{name} at its {side} bound {value:g}"
+            for name in self.at_bound
+            for side, value in [bound_side(getattr(self, name), *boxes[name])]
+        )
+        limit = (
+            ": with most ranks at 1 it runs towards its power-law limit (mu -> -inf, sigma growing; docs/science.md, "
+            "'When the lognormal degenerates')"
+            if "mu" in self.at_bound and self.mu < 0
+            else ""
+        )
+        return (
+            f"lognormal not identified: {where} (the optimizer's box: mu in [{MU_BOUNDS[0]:g}, {MU_BOUNDS[1]:g}], "
+            f"sigma in [{SIGMA_BOUNDS[0]:g}, {SIGMA_BOUNDS[1]:g}]), so the fit is where the search stopped, not an "
+            f"estimate{limit}"
+        )
 
 
 def _log_diff_ndtr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -124,17 +170,25 @@ def fit_lognormal(hist: np.ndarray, truncate: bool, start: tuple[float, float] |
     starts = [(start[0], math.log(start[1]))] if start is not None else [(mean, math.log(sd))]
     starts += [(mean - sd, math.log(2 * sd)), (0.0, 0.0)]
     best = None
+    box = [MU_BOUNDS, (math.log(SIGMA_BOUNDS[0]), math.log(SIGMA_BOUNDS[1]))]
     for guess in starts:
         res = minimize(
             _nll_and_gradient, np.array(guess), args=(r, c, vocab_size, truncate), jac=True, method="L-BFGS-B",
-            bounds=[(-50.0, 50.0), (math.log(1e-3), math.log(50.0))], options={"ftol": 1e-13, "gtol": 1e-9, "maxiter": 500},
+            bounds=box, options={"ftol": 1e-13, "gtol": 1e-9, "maxiter": 500},
         )  # fmt: skip
         if best is None or res.fun < best.fun:
             best = res
         if res.success:
             break
     assert best is not None
-    return LognormalFit(float(best.x[0]), float(np.exp(best.x[1])), float(best.fun), int(n), truncate)
+    return LognormalFit(
+        float(best.x[0]),
+        float(np.exp(best.x[1])),
+        float(best.fun),
+        int(n),
+        truncate,
+        at_bounds(best.x, box, ("mu", "sigma")),
+    )
 
 
 def pmf(mu: float, sigma: float, vocab_size: int, truncate: bool) -> np.ndarray:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankscale.statistics import EMERGENCE, HITS, LOGPROB_SUM, TOKENS, DocumentStatistic, Totals, unique
+from rankscale.statistics import EMERGENCE, HITS, LOGPROB_SUM, STRATA, TOKENS, DocumentStatistic, Totals, unique
 
 
 @dataclass(frozen=True)
@@ -106,8 +106,9 @@ METRICS: dict[str, Metric] = {
 
 
 def document_statistics() -> list[DocumentStatistic]:
-    """Every per-document statistic a summary computes: those the metrics read, and the emergence analysis's."""
-    return unique([s for metric in METRICS.values() for s in metric.statistics] + list(EMERGENCE))
+    """Every per-document statistic a summary computes: those the metrics read, the emergence analysis's, and the
+    strata's (the metrics' own statistics per stratum)."""
+    return unique([s for metric in METRICS.values() for s in metric.statistics] + list(EMERGENCE) + list(STRATA))
 
 
 def metric_for_law(law: str) -> Metric:

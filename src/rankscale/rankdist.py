@@ -15,7 +15,7 @@ also give a document-bootstrap interval of mean(l).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -23,7 +23,7 @@ import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 from scipy.special import log_ndtr, logsumexp
 
-from rankscale.lognormal import fit_lognormal, log_pmf
+from rankscale.lognormal import BOUND_TOLERANCE, MU_BOUNDS, SIGMA_BOUNDS, bound_side, fit_lognormal, log_pmf
 
 
 def _log_bins(log_sf_hi: np.ndarray, log_sf_lo: np.ndarray) -> np.ndarray:
@@ -70,7 +70,14 @@ class Family:
     params: tuple[str, ...]
     log_pmf: Callable[[np.ndarray, np.ndarray, int], np.ndarray]  # (ranks, theta, |V|)
     start: Callable[[np.ndarray, np.ndarray], list[np.ndarray]]  # (ranks, counts) -> starting thetas
+    bounds: tuple[tuple[float, float], ...]  # the optimizer's box for theta, wide but finite
     to_params: Callable[[np.ndarray], tuple[float, ...]] = lambda theta: tuple(float(math.exp(t)) for t in theta)
+
+    def param_bounds(self) -> dict[str, tuple[float, float]]:
+        """The box of each parameter in its own units (the optimizer searches theta, e.g. log-parameters)."""
+        lows = self.to_params(np.array([lo for lo, _ in self.bounds]))
+        highs = self.to_params(np.array([hi for _, hi in self.bounds]))
+        return {name: (lo, hi) for name, lo, hi in zip(self.params, lows, highs, strict=True)}
 
 
 def _moment_starts(r: np.ndarray, c: np.ndarray) -> list[np.ndarray]:
@@ -80,14 +87,27 @@ def _moment_starts(r: np.ndarray, c: np.ndarray) -> list[np.ndarray]:
     return [np.array([mean, math.log(1.0 / sd)]), np.array([0.0, math.log(0.5)])]
 
 
+# Two-parameter families search (log scale, log shape) inside a wide, finite box: left unbounded, a fit whose
+# likelihood keeps improving towards a limit (ranks mostly at 1: the power-law limit, docs/science.md) drifted to
+# log-parameters of -700 and came out as 1e-303. The shape box holds every moment start (1 / sd <= 100).
+SCALE_BOUNDS = (-20.0, 20.0)  # log lam, log s
+SHAPE_BOUNDS = (math.log(1e-3), math.log(1e3))  # log beta, log b
+ZIPF_BOUNDS = (1e-3, 20.0)  # a
+FLAT_TOLERANCE = 1e-9  # nats per token: a bound that fits this nearly as well is where the fit ran to
+
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
         Family(
-            "zipf", ("a",), _zipf_log_pmf, lambda r, c: [np.array([1.0]), np.array([1.5])], lambda t: (float(t[0]),)
+            "zipf",
+            ("a",),
+            _zipf_log_pmf,
+            lambda r, c: [np.array([1.0]), np.array([1.5])],
+            (ZIPF_BOUNDS,),
+            lambda t: (float(t[0]),),
         ),
-        Family("stretched_exp", ("lam", "beta"), _weibull_log_pmf, _moment_starts),
-        Family("loglogistic", ("s", "b"), _loglogistic_log_pmf, _moment_starts),
+        Family("stretched_exp", ("lam", "beta"), _weibull_log_pmf, _moment_starts, (SCALE_BOUNDS, SHAPE_BOUNDS)),
+        Family("loglogistic", ("s", "b"), _loglogistic_log_pmf, _moment_starts, (SCALE_BOUNDS, SHAPE_BOUNDS)),
     )
 }
 
@@ -98,6 +118,24 @@ class DistributionFit:
     params: tuple[float, ...]
     loglik_per_token: float
     log_pmf: np.ndarray  # log P(R = r) for r = 1..|V|
+    at_bound: tuple[str, ...] = ()  # parameters at (or indistinguishable from) a bound: limits, not estimates
+
+
+def _at_bound(family: Family, theta: np.ndarray, value: float, nll: Callable[[np.ndarray], float]) -> tuple[str, ...]:
+    """The parameters of a fit at a bound of its box: on it (within the tolerance), or with the nearer bound
+    fitting as well (within FLAT_TOLERANCE): a likelihood flat all the way to the bound, where the search
+    stopped anywhere (the log-logistic's s -> 0 leaves the pmf unchanged once s << 1/2)."""
+    out = []
+    for i, (name, (lo, hi)) in enumerate(zip(family.params, family.bounds, strict=True)):
+        nearer = lo if theta[i] - lo <= hi - theta[i] else hi
+        if abs(theta[i] - nearer) <= BOUND_TOLERANCE:
+            out.append(name)
+            continue
+        moved = np.array(theta, dtype=np.float64)
+        moved[i] = nearer
+        if nll(moved) <= value + FLAT_TOLERANCE:
+            out.append(name)
+    return tuple(out)
 
 
 def fit_family(name: str, hist: np.ndarray, truncate: bool) -> DistributionFit:
@@ -109,7 +147,7 @@ def fit_family(name: str, hist: np.ndarray, truncate: bool) -> DistributionFit:
     if name == "lognormal":
         fit = fit_lognormal(hist, truncate=truncate)
         table = log_pmf(grid, fit.mu, fit.sigma, vocab_size, truncate)
-        return DistributionFit("lognormal", (fit.mu, fit.sigma), float(c @ table[r - 1] / c.sum()), table)
+        return DistributionFit("lognormal", (fit.mu, fit.sigma), float(c @ table[r - 1] / c.sum()), table, fit.at_bound)
     family = FAMILIES[name]
 
     def nll(theta: np.ndarray) -> float:
@@ -118,18 +156,41 @@ def fit_family(name: str, hist: np.ndarray, truncate: bool) -> DistributionFit:
 
     if len(family.params) == 1:  # one parameter: a bounded scalar search
         one = minimize_scalar(
-            lambda a: nll(np.array([a])), bounds=(1e-3, 20.0), method="bounded", options={"xatol": 1e-8}
+            lambda a: nll(np.array([a])), bounds=family.bounds[0], method="bounded", options={"xatol": 1e-8}
         )
         theta, value = np.array([one.x]), float(one.fun)
-    else:
+    else:  # Nelder-Mead in the box: it only clips points outside it, so an interior fit takes the unbounded path
         best = None
         for start in family.start(r, c):
-            res = minimize(nll, start, method="Nelder-Mead", options={"xatol": 1e-6, "fatol": 1e-10, "maxiter": 2000})
+            res = minimize(nll, start, method="Nelder-Mead", bounds=family.bounds,
+                           options={"xatol": 1e-6, "fatol": 1e-10, "maxiter": 2000})  # fmt: skip
             if best is None or res.fun < best.fun:
                 best = res
         assert best is not None
         theta, value = best.x, float(best.fun)
-    return DistributionFit(name, family.to_params(theta), -value, family.log_pmf(grid, theta, vocab_size))
+    return DistributionFit(
+        name,
+        family.to_params(theta),
+        -value,
+        family.log_pmf(grid, theta, vocab_size),
+        _at_bound(family, theta, value, nll),
+    )
+
+
+def bound_note(name: str, params: Sequence[float], at_bound: Sequence[str]) -> str:
+    """Says which parameter of fit `name` sits at which bound ("<family> <parameter> at its lower bound <value>",
+    comma-separated; "" if none), for the notes of the tables."""
+    if name == "lognormal":
+        boxes = {"mu": MU_BOUNDS, "sigma": SIGMA_BOUNDS}
+        names: tuple[str, ...] = ("mu", "sigma")
+    else:
+        boxes, names = FAMILIES[name].param_bounds(), FAMILIES[name].params
+    values = dict(zip(names, params, strict=True))
+    return ", ".join(
+        f"{name} {p} at its {side} bound {bound:.3g}"
+        for p in at_bound
+        for side, bound in [bound_side(values[p], *boxes[p])]
+    )
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,9 @@ class Scored:
     ks: Sequence[int]  # the k grid
     emergence_k: Sequence[int]  # k of the N-token run analysis
     emergence_n: Sequence[int]  # run lengths N
+    strata: np.ndarray | None = None  # [tokens, stratum kinds]: each token's stratum of each kind (`rankscale.strata`)
+    n_strata: int = 0  # the strata of every kind, numbered in one list
+    strata_k: Sequence[int] = ()  # the k of each stratum's hits
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,33 @@ def _pairs_both_hit(scored: Scored) -> np.ndarray:
     return _per_emergence_k(scored, lambda mask: hit_pairs(mask, scored.starts, scored.row, scored.n_rows)[2], ())
 
 
+def _by_stratum(scored: Scored, weights: np.ndarray | None) -> np.ndarray:
+    """[documents, strata]: a per-token quantity summed over each document's tokens of each stratum (each kind
+    partitions the tokens, and its strata have their own columns)."""
+    out = np.zeros(scored.n_rows * scored.n_strata)
+    for kind in range(0 if scored.strata is None else scored.strata.shape[1]):
+        cell = scored.row * scored.n_strata + scored.strata[:, kind]
+        out += np.bincount(cell, weights=weights, minlength=out.size)
+    return out.reshape(scored.n_rows, scored.n_strata)
+
+
+def _strata_count(scored: Scored) -> np.ndarray:
+    return _by_stratum(scored, None).astype(np.int64)
+
+
+def _strata_logprob(scored: Scored) -> np.ndarray:
+    return _by_stratum(scored, scored.logprob.astype(np.float64))
+
+
+def _strata_hits(scored: Scored) -> np.ndarray:
+    """[documents, strata, strata k]: tokens of each document and stratum ranked within the top-k."""
+    out = np.zeros((scored.n_rows * scored.n_strata, len(scored.strata_k)), dtype=np.int64)
+    for kind in range(0 if scored.strata is None else scored.strata.shape[1]):
+        cell = scored.row * scored.n_strata + scored.strata[:, kind]
+        out += hits_per_document(scored.rank, cell, len(out), list(scored.strata_k))
+    return out.reshape(scored.n_rows, scored.n_strata, len(scored.strata_k))
+
+
 TOKENS = DocumentStatistic("n", _count)  # scored tokens
 LOGPROB_SUM = DocumentStatistic("sum_logprob", _logprob_sum)  # summed log p(target), float64
 HITS = DocumentStatistic("hits", _hits)  # [documents, k grid]: tokens of rank <= k
@@ -92,6 +122,14 @@ PAIRS = DocumentStatistic("pairs", _pairs)  # consecutive scored pairs
 PAIRS_PREV_HIT = DocumentStatistic("pairs_prev_hit", _pairs_prev_hit)  # [documents, emergence k]: first a hit
 PAIRS_BOTH_HIT = DocumentStatistic("pairs_both_hit", _pairs_both_hit)  # [documents, emergence k]: both hits
 EMERGENCE = (RUN_WINDOWS, RUN_HITS, PAIRS, PAIRS_PREV_HIT, PAIRS_BOTH_HIT)
+# strata (`rankscale.strata`): per document and stratum, the tokens, their summed log-prob, their hits at each
+# strata k. A stratum's totals are the whole array's statistics restricted to its tokens (`stratum_totals`), so
+# every metric computes a stratum's value (and each replicate's) unchanged.
+STRATA_TOKENS = DocumentStatistic("strata_n", _strata_count)  # [documents, strata]
+STRATA_LOGPROB = DocumentStatistic("strata_sum_logprob", _strata_logprob)  # [documents, strata]
+STRATA_HITS = DocumentStatistic("strata_hits", _strata_hits)  # [documents, strata, strata k]
+STRATIFIED = {TOKENS.name: STRATA_TOKENS, LOGPROB_SUM.name: STRATA_LOGPROB, HITS.name: STRATA_HITS}
+STRATA = tuple(STRATIFIED.values())
 
 
 def unique(statistics: Iterable[DocumentStatistic]) -> list[DocumentStatistic]:
@@ -122,6 +160,14 @@ class Totals(Mapping[str, np.ndarray]):
 
     def __len__(self) -> int:
         return len(self._values)
+
+
+def stratum_totals(totals: Totals, stratum: int) -> Totals:
+    """The totals of one stratum's tokens (point or replicates [B, ...]), under the whole array's statistic names:
+    a metric reading tokens, log-probs and hits computes the stratum's value from them as it is (RBP_k at the
+    strata k)."""
+    return Totals({name: np.asarray(totals[stat])[..., stratum, :] if stat is STRATA_HITS
+                   else np.asarray(totals[stat])[..., stratum] for name, stat in STRATIFIED.items()})  # fmt: skip
 
 
 def k_grid(max_k: int, points_per_decade: int, include: Iterable[int], min_points: int = 40) -> list[int]:

@@ -37,29 +37,36 @@ class TokenizedCorpus:
 def tokenize_documents(
     docs: list[Document], tokenizer: Any, add_special_tokens: bool, max_scored_tokens: int | None
 ) -> tuple[TokenizedCorpus, dict[str, Any]]:
-    """Tokenize each document separately; drop (and count) documents under two tokens.
+    """Tokenize each document separately; drop (and count) documents under two text tokens.
 
-    With `max_scored_tokens`, documents are kept in corpus order until that many targets
-    (tokens after each document's first) are available: a deterministic size cap.
+    With `add_special_tokens`, each document begins with what the tokenizer puts before the
+    text (a BOS the model was trained with); what it would append (an EOS) is dropped, since
+    it is not text and must not become a scored target. With `max_scored_tokens`, documents
+    are kept in corpus order until that many targets (text tokens after each document's
+    first) are available: a deterministic size cap.
     """
     pieces: list[np.ndarray] = []
     prefixes: list[int] = []
     kept: list[int] = []  # each kept document's index in the corpus: the bootstrap's resampling unit
     skipped = 0
     scored = 0
+    dropped_end = 0
     special = set(getattr(tokenizer, "all_special_ids", []) or [])
     for index, doc in enumerate(docs):
         if max_scored_tokens is not None and scored >= max_scored_tokens:
             break
-        ids = tokenizer(doc.text, add_special_tokens=add_special_tokens)["input_ids"]
-        prefix = _special_prefix(ids, special) if add_special_tokens else 0
-        if len(ids) < prefix + 2:
+        ids = tokenizer(doc.text, add_special_tokens=False)["input_ids"]
+        if len(ids) < 2:
             skipped += 1
             continue
-        pieces.append(np.asarray(ids, dtype=np.int32))
-        prefixes.append(prefix)
+        prefix: list[int] = []
+        if add_special_tokens:
+            prefix, end = start_tokens(tokenizer(doc.text, add_special_tokens=True)["input_ids"], ids, special, doc)
+            dropped_end += end
+        pieces.append(np.asarray(prefix + ids, dtype=np.int32))
+        prefixes.append(len(prefix))
         kept.append(index)
-        scored += len(ids) - 1 - prefix
+        scored += len(ids) - 1
     lengths = np.array([len(p) for p in pieces], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     ids = np.concatenate(pieces).astype(np.int32) if pieces else np.zeros(0, dtype=np.int32)
@@ -69,16 +76,28 @@ def tokenize_documents(
         "skipped_short_documents": skipped,
         "tokens": int(ids.size),
         "special_prefix_tokens": int(sum(prefixes)),
+        "dropped_end_tokens": int(dropped_end),
         "scored_targets": int(scored),
         "corpus_documents": kept,
     }
 
 
-def _special_prefix(ids: list[int], special: set[int]) -> int:
-    n = 0
-    while n < len(ids) and ids[n] in special:
-        n += 1
-    return n
+def start_tokens(with_special: list[int], text: list[int], special: set[int], doc: Document) -> tuple[list[int], int]:
+    """(the special tokens a tokenizer puts before `text`, how many it puts after) in `with_special`.
+
+    A tokenizer's post-processor wraps the text's tokens (e.g. `<s> $A` or `<s> $A </s>`);
+    anything else (a tokenizer whose text tokens change with specials on) is refused, naming
+    the document, rather than guessed at.
+    """
+    n = len(text)
+    for start in range(len(with_special) - n + 1):
+        if with_special[start : start + n] == text and all(t in special for t in with_special[:start]):
+            return list(with_special[:start]), len(with_special) - start - n
+    raise ValueError(
+        f"document {doc.id!r}: the tokenizer's tokens with special tokens ({with_special[:8]}...) do not hold its "
+        f"tokens without them ({text[:8]}...) after a run of special tokens; set `tokenization.add_special_tokens: "
+        "false` and give the model its start token another way"
+    )
 
 
 def save_tokens(corpus: TokenizedCorpus, path: str | Path, meta: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ rule summarize:
         meta="results/ranks/{model}/{dataset}.json",
         tokens_meta=lambda wc: f"results/tokens/{PLAN[wc.model].tokenizer_key}/{wc.dataset}.npz.json",
         family_tokens_meta=family_token_files,
+        kinds=kind_table_input,  # the token kinds of the model's tokenizer, where the `kind` stratum is on
     output:
         summary="results/summary/{model}/{dataset}.json",
         hist="results/summary/{model}/{dataset}.hist.npz",

@@ -50,6 +50,7 @@ if workflow.is_main_process and (UNPINNED := unpinned(config, PLAN)):  # said on
 MODELS = list(PLAN)
 DATASETS = sorted(config["datasets"])  # a mapping has no order: figures' columns go by name
 TOKENIZERS = tokenizer_sources(PLAN)
+GGUF = {plan.gguf.digest: plan.gguf for plan in PLAN.values() if plan.gguf}  # converted once each
 LADDER = config.get("ladder")
 LADDER_DIR = ladder_dir(config)
 
@@ -58,7 +59,10 @@ SUMMARY_SETTINGS = summary_settings(config)
 # the code each cheap step runs (its script and every package module it imports): a change reruns it, a
 # touch or a reformat does not (profiles/default sets --rerun-triggers without Snakemake's mtime-based
 # `code`); the expensive rules carry format versions instead (rankscale.formats)
-CODE = {step: code_digest(Path(workflow.basedir) / f"workflow/scripts/{step}.py") for step in ("summarize", "table", "figure")}
+CODE = {
+    step: code_digest(Path(workflow.basedir) / f"workflow/scripts/{step}.py")
+    for step in ("summarize", "table", "figure", "token_kinds")
+}
 
 TABLE_FILES = expand("results/tables/{table}.csv", table=TABLES)
 FIGURE_FILES = expand("results/figures/{figure}.{ext}", figure=FIGURES, ext=["png", "pdf"])
@@ -70,6 +74,7 @@ wildcard_constraints:
     table="|".join(map(re.escape, TABLES)),
     figure="|".join(map(re.escape, FIGURES)),
     tok="[A-Za-z0-9._@-]+",
+    digest="[0-9a-f]{16}",
 
 
 def runtime_setting(model, key):
@@ -77,8 +82,11 @@ def runtime_setting(model, key):
 
 
 def tokenizer_input(wc):
-    """The ladder tokenizer is a workflow output; hub and local tokenizers are not."""
-    return [f"{LADDER_DIR}/tokenizer"] if wc.tok == "ladder" else []
+    """The ladder tokenizer and a converted GGUF model's are workflow outputs; hub and local tokenizers are not."""
+    if wc.tok == "ladder":
+        return [f"{LADDER_DIR}/tokenizer"]
+    location = TOKENIZERS[wc.tok].tokenizer_location
+    return [location] if any(location == g.directory for g in GGUF.values()) else []
 
 
 def corpus_spec(dataset):
@@ -98,6 +106,11 @@ def extract_inputs(wc):
     if plan.source.local:
         inputs["model"] = plan.source.location
     return inputs
+
+
+def kind_table_input(wc):
+    """The token kinds of the model's tokenizer (rule token_kinds), which the `kind` stratum reads."""
+    return [f"results/token_kinds/{PLAN[wc.model].tokenizer_key}.npz"] if "kind" in config["analysis"]["strata"] else []
 
 
 def family_token_files(wc):

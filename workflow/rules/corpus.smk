@@ -1,4 +1,5 @@
-# Corpus text -> one JSONL of documents per dataset; -> token ids per tokenizer x dataset.
+# Corpus text -> one JSONL of documents per dataset; -> token ids per tokenizer x dataset; each tokenizer's
+# token kinds (what each token id is: the `kind` stratum).
 
 
 rule corpus:
@@ -34,3 +35,20 @@ rule tokenize:
         "../../envs/ml.yaml"
     script:
         "../scripts/tokenize.py"
+
+
+rule token_kinds:
+    input:
+        tokenizer=tokenizer_input,
+    output:
+        table="results/token_kinds/{tok}.npz",
+        meta="results/token_kinds/{tok}.npz.json",
+    params:
+        source=lambda wc: tokenizer_params(TOKENIZERS[wc.tok], wc.tok),
+        code=CODE["token_kinds"],
+    log:
+        "logs/token_kinds/{tok}.log",
+    conda:
+        "../../envs/ml.yaml"
+    script:
+        "../scripts/token_kinds.py"

@@ -1,6 +1,7 @@
 # Rank extraction: the one expensive, model-dependent step. Its `identity` params hold exactly
 # what a rank array depends on (rankscale.identity.RankIdentity); runtime settings (device,
 # batch size, ...) travel in the derived `job` params, so changing them never reruns a job.
+# A GGUF model is first converted, once, into a float32 model directory that every extraction loads.
 
 
 rule extract:
@@ -25,3 +26,18 @@ rule extract:
         "../../envs/ml.yaml"
     script:
         "../scripts/extract.py"
+
+
+rule gguf_convert:
+    output:
+        directory("resources/gguf/{digest}"),
+    params:
+        file=lambda wc, output: str(GGUF[wc.digest].file),  # derived: the digest in the path is the identity
+    log:
+        "logs/gguf/{digest}.log",
+    benchmark:
+        "results/benchmarks/gguf_convert/{digest}.tsv"
+    conda:
+        "../../envs/ml.yaml"
+    script:
+        "../scripts/gguf_convert.py"

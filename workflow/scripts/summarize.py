@@ -14,6 +14,7 @@ from rankscale.logs import setup_logging
 from rankscale.metrics import METRICS
 from rankscale.rankfile import check_provenance, load_rank_arrays
 from rankscale.summary import ModelInfo, Resampling, SummaryPaths, SummarySettings, summarize, write_summary
+from rankscale.token_kinds import load_kind_table
 from rankscale.tokens import corpus_units
 
 log = setup_logging(snakemake.log[0])
@@ -39,7 +40,10 @@ if resampling.n_units < 20:
         "the bootstrap resamples only %d documents: with so few, its intervals are rough and often too narrow",
         resampling.n_units,
     )
-summary, hist, boot = summarize(arrays, meta, settings, resampling, info)
+identity = RankIdentity.from_params(snakemake.params.identity)
+kinds = list(snakemake.input.kinds)  # none where the `kind` stratum is off
+kind_table = load_kind_table(kinds[0]) if kinds else None
+summary, hist, boot = summarize(arrays, meta, settings, resampling, info, identity.windows, kind_table)
 summary = write_summary(summary, hist, boot, SummaryPaths.beside(snakemake.output.summary))
 totals = summary.totals()
 log.info(

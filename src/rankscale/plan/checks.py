@@ -138,7 +138,8 @@ def check_local_model(path: Path, entry: Mapping[str, Any], where: str) -> tuple
 
 
 def check_analysis(config: Mapping[str, Any]) -> None:
-    """Names the schema cannot know: fit forms come from a registry (rankscale.laws.FORMS); laws in S only."""
+    """Names the schema cannot know: fit forms (rankscale.laws.FORMS; laws in S only) and stratum kinds
+    (rankscale.strata.STRATA) come from registries; strata's bin edges must increase."""
     from rankscale.laws import size_forms
 
     known = size_forms()
@@ -146,6 +147,14 @@ def check_analysis(config: Mapping[str, Any]) -> None:
     for where, form in [*named, ("analysis.law_form", config["analysis"]["law_form"])]:
         if form not in known:
             raise ConfigError(f"{where}: unknown fit form {form!r} (a law in S); known: {known}")
+    from rankscale.strata import STRATA
+
+    for i, name in enumerate(config["analysis"]["strata"]):
+        if name not in STRATA:
+            raise ConfigError(f"analysis.strata[{i}]: unknown stratum kind {name!r}; known: {sorted(STRATA)}")
+    for name, edges in config["analysis"]["strata_bins"].items():
+        if any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
+            raise ConfigError(f"analysis.strata_bins.{name}: bin edges must increase, got {edges}")
 
 
 def check_windows(
@@ -173,7 +182,8 @@ def warn_small_families(plans: Mapping[str, ModelPlan]) -> None:
         if len(members) < 2:
             warnings.warn(
                 f"family {family!r} has only {members}: no power-law fit is possible for it "
-                "(its points still appear in tables and figures)",
+                "(its metrics, with intervals, still appear in tables and figures, and cross_family.csv places it "
+                "against the other families' laws)",
                 stacklevel=2,
             )
 

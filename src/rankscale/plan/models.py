@@ -16,6 +16,8 @@ from typing import Any
 
 from rankscale.config import ConfigError, validate
 from rankscale.fingerprint import weights_digest
+from rankscale.gguf import GgufError, GgufSource
+from rankscale.gguf import resolve as resolve_gguf
 from rankscale.identity import SETTING_KEYS, RankIdentity
 from rankscale.models import ModelSource
 from rankscale.plan.checks import (
@@ -73,6 +75,7 @@ class ModelPlan:
     weights: str | None  # a local model's weights digest (rankscale.fingerprint.weights_digest)
     seed: int | None  # the training seed, where known
     replica_of: str  # the size it is one training run of (several seeds of one size share it)
+    gguf: GgufSource | None  # the GGUF file a `gguf:` entry converts into `source.location`
     final: bool = True  # the last checkpoint of its run: size laws use these only (mark_checkpoints sets it)
 
     def info(self) -> dict[str, Any]:
@@ -146,8 +149,9 @@ def ladder_models(config: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _source(
     entry: Mapping[str, Any], where: str, check_paths: bool, ladder: str
-) -> tuple[ModelSource, str, tuple[int, str] | None]:
-    """Where a model comes from, the key of its tokenization jobs, and its positions if known now."""
+) -> tuple[ModelSource, str, tuple[int, str] | None, GgufSource | None]:
+    """Where a model comes from, the key of its tokenization jobs, its positions if known now, and the GGUF
+    file it is converted from (if any)."""
     name = entry["name"]
     if entry.get("ladder"):
         source = ModelSource(
@@ -161,7 +165,7 @@ def _source(
             local=True,
             tokenizer_local=True,
         )  # the tokenizer is the workflow's own output: local before it exists, so params never flip
-        return source, "ladder", (entry["seq_len"], f"ladder model {name!r} (ladder.train.seq_len)")
+        return source, "ladder", (entry["seq_len"], f"ladder model {name!r} (ladder.train.seq_len)"), None
     common = {
         "name": name,
         "tokenizer": entry["tokenizer"],
@@ -169,6 +173,17 @@ def _source(
         "allow_pickle": entry["allow_pickle"],
         "tokenizer_revision": entry["tokenizer_revision"],
     }
+    given = [key for key in ("hub_id", "path", "gguf") if entry.get(key)]
+    if len(given) > 1:
+        raise ConfigError(f"{where}: model {name!r} sets {' and '.join(f'`{k}`' for k in given)}; give exactly one")
+    if entry.get("gguf"):
+        try:
+            gguf = resolve_gguf(entry["gguf"], f"{where}.gguf")
+        except GgufError as exc:
+            raise ConfigError(str(exc)) from None
+        # the converted directory is the workflow's own output, keyed by the file's digest (its identity)
+        source = ModelSource(location=gguf.directory, revision=None, local=True, **common)
+        return source, tokenizer_key(source), None, gguf  # positions: checked in the job, from the converted config
     if entry.get("path"):
         path = str(entry["path"])
         positions = None
@@ -180,11 +195,11 @@ def _source(
             if tokenizer and tokenizer.startswith(("/", ".")) and not Path(tokenizer).exists():
                 raise ConfigError(f"{where}.tokenizer: {tokenizer!r} does not exist")
         source = ModelSource(location=path, revision=None, local=True, **common)
-        return source, tokenizer_key(source), positions
+        return source, tokenizer_key(source), positions, None
     if entry.get("hub_id"):
         source = ModelSource(location=entry["hub_id"], revision=entry["revision"], **common)
-        return source, tokenizer_key(source), None  # known only once downloaded: checked in the job
-    raise ConfigError(f"{where}: model {name!r} needs `hub_id` (with optional `revision`) or `path`")
+        return source, tokenizer_key(source), None, None  # known only once downloaded: checked in the job
+    raise ConfigError(f"{where}: model {name!r} needs `hub_id` (with optional `revision`), `path` or `gguf`")
 
 
 def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str, ModelPlan]:
@@ -208,7 +223,7 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str,
         name = entry["name"]
         if name in plans:
             raise ConfigError(f"{where}.name: duplicate model name {name!r}")
-        source, tok_key, positions = _source(entry, where, check_paths, ladder)
+        source, tok_key, positions, gguf = _source(entry, where, check_paths, ladder)
         settings = _merged(defaults, entry, SETTING_KEYS)
         keys = {k: f"{where}.{k}" if k in entry else f"extraction.{k}" for k in (*SETTING_KEYS, *RUNTIME_KEYS)}
         check_windows(settings, keys, positions, name)
@@ -232,11 +247,10 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str,
             D=entry.get("D"),
             size=entry.get("size") or entry.get("checkpoint_of") or name,
             checkpoint=entry.get("checkpoint"),
-            # a local model can be retrained in place: its identity follows its weights (ladder models are
-            # the workflow's own outputs, which Snakemake follows; hub models are pinned by revision)
-            weights=weights_digest(source.location) if source.local and not entry.get("ladder") else None,
+            weights=_weights(entry, source),
             seed=entry.get("seed"),
             replica_of=entry.get("replica_of") or "",
+            gguf=gguf,
         )
     if not plans:
         raise ConfigError("models: the configuration lists no models (ladder.sizes and models are both empty)")
@@ -245,6 +259,15 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str,
     distinct_tokenizer_keys(plans)
     warn_small_families(plans)
     return plans
+
+
+def _weights(entry: Mapping[str, Any], source: ModelSource) -> str | None:
+    """What a local model's identity follows: a GGUF entry its file's digest (its converted directory is the
+    workflow's own output, as the ladder's models are, which Snakemake follows), a `path:` model its weights
+    (it can be retrained in place); hub models are pinned by revision."""
+    if entry.get("gguf"):
+        return f"gguf:{source.location.rsplit('/', 1)[-1]}"
+    return weights_digest(source.location) if source.local and not entry.get("ladder") else None
 
 
 def dataset_windows(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -36,8 +36,17 @@ def summary_settings(config: Mapping[str, Any]) -> dict[str, Any]:
             "seed": analysis["bootstrap"]["seed"],
             "truncate": analysis["lognormal"]["truncate"],
             "distribution_replicates": analysis["lognormal"]["replicates"],
+            "strata": strata_settings(config),
         }
     )
+
+
+def strata_settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """`rankscale.strata.StrataSettings` as params: the kinds, their bins, and the k of each stratum's RBP_k."""
+    analysis = config["analysis"]
+    kinds = analysis["strata"]
+    return {"kinds": kinds, "bins": {k: analysis["strata_bins"][k] for k in kinds if k in analysis["strata_bins"]},
+            "k": sorted(analysis["law_k"])}  # fmt: skip
 
 
 def _table_values(config: Mapping[str, Any]) -> dict[str, Any]:

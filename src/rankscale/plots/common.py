@@ -158,6 +158,14 @@ def figure_legend(fig: plt.Figure, **kwargs: Any) -> Legend | None:
     return fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), **kwargs)
 
 
+def panel_note(ax: Any, text: str, blank: bool = False) -> None:
+    """Say in the panel why it holds no data or no law (one size, no checkpoints, ...) instead of leaving it mute;
+    `blank`: the panel has nothing else, so no axes either."""
+    if blank:
+        ax.axis("off")
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=8, color="0.25")
+
+
 def _mark_entry(ax: Any, label: str, **style: Any) -> None:
     if label not in ax.get_legend_handles_labels()[1]:
         ax.plot([], [], ls="none", color="0.3", label=label, **style)

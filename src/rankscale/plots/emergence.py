@@ -23,6 +23,7 @@ from rankscale.plots.common import (
 )
 from rankscale.plots.laws import readable_log_ticks
 from rankscale.tables import LawKey, finals, select
+from rankscale.tables.selection import n_sizes
 
 KINDS = {  # column of the emergence table -> how it is drawn
     "empirical": {"fmt": "o", "label": "measured runs"},
@@ -34,6 +35,16 @@ KINDS = {  # column of the emergence table -> how it is drawn
 def _panels(table: pd.DataFrame, datasets: list[str]) -> tuple[list[tuple[str, str]], list[int]]:
     rows = [(d, f) for d in datasets for f in sorted(table.loc[table["dataset"] == d, "family"].unique())]
     return rows, sorted(int(k) for k in table["k"].unique())
+
+
+def _label_panel(ax: Any, family: str, dataset: str, k: int, rows: pd.DataFrame) -> None:
+    """A panel's title; a family of one size has no law to draw, and the title says so, and its one S sits
+    inside a decade either side (a log axis around one value has no range of its own)."""
+    one_size = len(rows) > 0 and n_sizes(rows["S"]) < 2
+    ax.set_title(f"{family} on {dataset}, top-{k}" + (": one size, no law" if one_size else ""))
+    if one_size:
+        S = float(rows["S"].iloc[0])
+        ax.set_xlim(S / 10, S * 10)
 
 
 def _law_curve(data: FigureData, family: str, dataset: str, k: int, n: int, sizes: np.ndarray, extrapolate: float):
@@ -83,7 +94,7 @@ def fig_emergence(data: FigureData, settings: Mapping[str, Any], png: Path) -> N
                 ax.set_ylim(ylim)
             ax.set_xlabel(S_LABEL)
             ax.set_ylabel(f"$-\\log p_{{N,k}}$, k = {k}")
-            ax.set_title(f"{family} on {dataset}, top-{k}")
+            _label_panel(ax, family, dataset, k, sel)
             ax.grid(True, which="both", alpha=0.3)
             readable_log_ticks(ax)
     figure_legend(fig, fontsize=8, ncol=6)
@@ -118,7 +129,7 @@ def fig_emergence_probability(data: FigureData, settings: Mapping[str, Any], png
             ax.set_ylim(-0.02, 1.02)
             ax.set_xlabel(S_LABEL)
             ax.set_ylabel(f"$p_{{N,k}}$, k = {k}")
-            ax.set_title(f"{family} on {dataset}, top-{k}")
+            _label_panel(ax, family, dataset, k, sel)
             ax.grid(True, which="both", alpha=0.3)
     figure_legend(fig, fontsize=8, ncol=8)
     save(fig, png)
@@ -139,8 +150,8 @@ FIGURES = [
             "the runs. Rates of 0 or 1 have no place on a log axis and are left out (emergence.csv has them); the "
             "points set each panel's range, so an interval that reaches a rate of 0 (too few runs in some "
             "resamples: -log p unbounded) or runs past the panel ends in an arrowhead at its edge. A degenerate "
-            "interval (zero width, or no bounds) has no bar and a hollow marker in a grey ring. One legend for "
-            "all panels, below them."
+            "interval (zero width, or no bounds) has no bar and a hollow marker in a grey ring. A family of one size "
+            "has no law: its panels show the measured points, titled so. One legend for all panels, below them."
         ),
     ),
     Figure(

@@ -25,14 +25,18 @@ from rankscale.plots.common import (
     figure_legend,
     grid,
     legend_below,
+    panel_note,
     save,
 )
 from rankscale.tables import LawKey, select
-from rankscale.tables.noise import Noise, law_replicates
+from rankscale.tables.laws import LawRefits
+from rankscale.tables.selection import LawFit, n_sizes, single_size, without_notes
 
 INTERVAL_NOTE = (
     "Error bars: percentile intervals of a bootstrap over documents (``analysis.bootstrap``); shaded band: "
-    "the pointwise interval of the law refitted on every bootstrap replicate. " + CLIP_NOTE
+    "the pointwise interval of the law refitted on every bootstrap replicate. A family of one size (e.g. one "
+    "pretrained model) has no law: its model is a star named beside it, and every other family's law is drawn on, "
+    "dashed with its band, out to its S (cross_family.csv gives the numbers). " + CLIP_NOTE
 )
 
 
@@ -64,9 +68,13 @@ def draw_law(
     color: str,
     marker: str = "o",
     series: str = "",
+    reach: tuple[float, float] | None = None,
+    name_points: bool = False,
 ) -> bool:
     """One family's points with error bars (clipped to the panel: set its log scales first), its fitted law and
-    the law's bootstrap band; False if nothing to draw."""
+    the law's bootstrap band; False if nothing to draw. `reach`: sizes beyond the family's own the law is drawn
+    out to (dashed, band included), where other families' models sit. A family of one size has no law: its points
+    alone, said so in the legend (and named beside them with `name_points`)."""
     key = LawKey(family, dataset, law, k)
     metric = key.metric
     group = key.points(data.tables["metrics"])
@@ -77,20 +85,20 @@ def draw_law(
     with np.errstate(divide="ignore", invalid="ignore"):  # -log of a bound of 0 is unbounded: clipped, marked
         bounds = metric.to_law(group[["ci_low", "ci_high"]].to_numpy(float))
     s_ok = group["S"].to_numpy(float)[ok]
-    clipped_errorbar(ax, s_ok, y[ok], bounds[ok, 0], bounds[ok, 1], marker=marker, color=color, ms=5)
-    fit = key.select(data.tables["powerlaw_fits"], data.law_form)
+    ms = 10 if marker == "*" else 5  # a star reads as small as a circle at the same size
+    clipped_errorbar(ax, s_ok, y[ok], bounds[ok, 0], bounds[ok, 1], marker=marker, color=color, ms=ms)
     label = f"{family} {series}".strip()
+    if n_sizes(group["S"]) < 2:
+        if name_points:
+            for s, v, model in zip(s_ok, y[ok], group["model"][ok], strict=True):
+                ax.annotate(model, (s, v), xytext=(6, 4), textcoords="offset points", fontsize=7, color=color)
+        models = ", ".join(dict.fromkeys(group["model"]))
+        label += ("" if models == family else f" ({models})") + f": one size, no law (S = {s_ok.max():.3g})"
+        ax.plot([], [], marker, color=color, ms=ms, label=label)
+        return True
+    fit = key.select(data.tables["powerlaw_fits"], data.law_form)
     if fit is not None:
-        grid_s = Points.of(np.geomspace(group["S"].min(), group["S"].max(), 60))
-        ax.plot(grid_s.S, fit.form.predict(fit.law, grid_s), "-", color=color, alpha=0.85)
-        if data.replicates is not None:
-            assert data.level is not None and data.refits is not None, "bands need the level and refits"
-            sizes = Points.of(group["S"].to_numpy())
-            reps = law_replicates(group, data.replicates)
-            reps = Noise.of(group, len(reps), data.seed).apply(reps)  # seeds too, where sizes have several
-            params = fit.form.fit_replicates(sizes, reps, fit.law, data.refits)
-            low, high = interval(fit.form.predict_replicates(params, grid_s), data.level)
-            ax.fill_between(grid_s.S, low, high, color=color, alpha=0.18, lw=0)
+        _draw_fit(ax, data, fit, group, color, reach)
         if fit.form.exponent is not None:
             low, high = fit.interval(fit.form.exponent)
             label += f": $\\alpha$={fit.value(fit.form.exponent):.3f} [{low:.3f}, {high:.3f}]"
@@ -99,18 +107,57 @@ def draw_law(
     return True
 
 
+def _draw_fit(
+    ax: Any, data: FigureData, fit: LawFit, group: pd.DataFrame, color: str, reach: tuple[float, float] | None
+) -> None:
+    """A fitted law over its sizes (solid), out to `reach` beyond them (dashed), and its bootstrap band over both."""
+    low_s, high_s = float(group["S"].min()), float(group["S"].max())
+    inside = Points.of(np.geomspace(low_s, high_s, 60))
+    spans = [] if reach is None else [(min(reach[0], low_s), low_s), (high_s, max(reach[1], high_s))]
+    beyond = [Points.of(np.geomspace(a, b, 30)) for a, b in spans if a < b]
+    ax.plot(inside.S, fit.form.predict(fit.law, inside), "-", color=color, alpha=0.85)
+    for part in beyond:
+        ax.plot(part.S, fit.form.predict(fit.law, part), "--", color=color, alpha=0.85, lw=1.0)
+    if data.replicates is None:
+        return
+    assert data.level is not None and data.refits is not None, "bands need the level and refits"
+    everywhere = Points.of(np.unique(np.concatenate([inside.S, *(part.S for part in beyond)])))
+    refitted = LawRefits.of(group, data.replicates, fit.form, fit.law, data.refits, data.seed)  # seeds too, if any
+    low, high = interval(refitted.band(everywhere), data.level)
+    ax.fill_between(everywhere.S, low, high, color=color, alpha=0.18, lw=0)
+
+
+def one_size_families(
+    metrics: pd.DataFrame, dataset: str, law: str, k: int | None
+) -> tuple[set[str], tuple[float, float] | None]:
+    """The families of one size on `dataset` (no law of their own), and the sizes (lowest, highest) their models
+    span: how far the other families' laws are drawn out to meet them (None without such families)."""
+    singles = select(single_size(metrics), dataset=dataset, metric=metric_for_law(law).name, k=k)
+    reach = (float(singles["S"].min()), float(singles["S"].max())) if len(singles) else None
+    return set(singles["family"]), reach
+
+
 def law_panel(ax: Any, data: FigureData, dataset: str, law: str, k: int | None) -> None:
-    """Every family's fitted quantity y(S) on `dataset`, log-log, with fits, intervals and bands."""
+    """Every family's fitted quantity y(S) on `dataset`, log-log, with fits, intervals and bands; a family of one
+    size (e.g. one pretrained model) as named stars, every other family's law drawn out to them (dashed)."""
     metrics = data.tables["metrics"]
     palette = colors(metrics["family"].unique())
     ax.set_xscale("log")
     ax.set_yscale("log")
-    drawn = [draw_law(ax, data, family, dataset, law, k, palette[family]) for family in sorted(palette)]
+    one_size, reach = one_size_families(metrics, dataset, law, k)
+    drawn = [
+        draw_law(ax, data, family, dataset, law, k, palette[family], "*", name_points=True)
+        if family in one_size
+        else draw_law(ax, data, family, dataset, law, k, palette[family], reach=reach)
+        for family in sorted(palette)
+    ]
     if not any(drawn):
         ax.text(0.5, 0.5, "no data in range", transform=ax.transAxes, ha="center")
     ax.set_xlabel(S_LABEL)
     ax.set_ylabel(metric_for_law(law).axis_label(k))
     ax.set_title(f"{dataset}" + (f", k = {k}" if k is not None else ""))
+    if one_size and len(one_size) < len(palette):
+        ax.plot([], [], "--", color="0.4", label="law extrapolated to another family's model")
     legend_below(ax, fontsize=7)
     ax.grid(True, which="both", alpha=0.3)
     readable_log_ticks(ax)
@@ -169,6 +216,8 @@ def fig_r2_alpha(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
     for j, dataset in enumerate(data.datasets):
         marked = False
         for family, group in select(rbp, dataset=dataset).groupby("family"):
+            if without_notes(group).empty:  # no law at any k (one size): nothing to draw
+                continue
             group = group.sort_values("k")
             k = group["k"].to_numpy(float)
             for ax, p in ((axes[0, j], "r2"), (axes[1, j], data.law_form.exponent)):
@@ -181,6 +230,12 @@ def fig_r2_alpha(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
                     for ax in axes[:, j]:
                         ax.axvspan(start, end, color="0.85", zorder=0, lw=0)
                 marked = True
+        if not marked:  # no family has a law here: say why (powerlaw_fits.csv's note), without empty axes
+            notes = select(rbp, dataset=dataset)["note"].dropna()
+            why = f"\n({notes.mode().iloc[0]})" if len(notes) else ""
+            for ax in axes[:, j]:
+                panel_note(ax, f"{dataset}: no law fitted{why}", blank=True)
+            continue
         axes[0, j].set_title(dataset)
         axes[0, j].set_ylabel("$R^2$ of the fit (log space)")
         exponent = data.law_form.exponent
@@ -193,6 +248,9 @@ def fig_r2_alpha(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
     save(fig, png)
 
 
+CE_AND_RBP1 = (("ce", None, "o", "CE"), ("neg_log_rbp", 1, "s", "$-\\log\\,\\mathrm{RBP}_1$"))  # Fig. 8a's laws
+
+
 def fig_ce_vs_rbp1(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
     """CE and -log RBP_1 against S on shared log axes, so their slopes compare at a glance (paper Fig. 8, left)."""
     metrics = data.tables["metrics"]
@@ -202,11 +260,10 @@ def fig_ce_vs_rbp1(data: FigureData, settings: Mapping[str, Any], png: Path) -> 
         ax = axes[0, j]
         ax.set_xscale("log")
         ax.set_yscale("log")
+        reach = [one_size_families(metrics, dataset, law, k)[1] for law, k, *_ in CE_AND_RBP1]  # laws meet them
         for i, family in enumerate(families):
-            draw_law(ax, data, family, dataset, "ce", None, cycle_color(2 * i), "o", "CE")
-            draw_law(
-                ax, data, family, dataset, "neg_log_rbp", 1, cycle_color(2 * i + 1), "s", "$-\\log\\,\\mathrm{RBP}_1$"
-            )
+            for c, (law, k, marker, series) in enumerate(CE_AND_RBP1):
+                draw_law(ax, data, family, dataset, law, k, cycle_color(2 * i + c), marker, series, reach[c])
         ax.set_xlabel(S_LABEL)
         ax.set_ylabel("cross-entropy (nats) and $-\\log \\mathrm{RBP}_1$")
         ax.set_title(dataset)
@@ -221,7 +278,7 @@ EXTRAPOLATION_COLUMNS = ["metric", "k", "predicted", "predicted_ci_low", "predic
 
 def fig_extrapolation(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
     """Held-out sizes: the value predicted by the law fitted without them (with interval) against the observed."""
-    table = data.tables["extrapolation"]
+    table = without_notes(data.tables["extrapolation"])  # note rows: families with nothing to hold out
     fig, axes = grid(1, len(data.datasets), w=4.8, h=4.4)
     markers = {1: "o", 2: "^"}
     for j, dataset in enumerate(data.datasets):
@@ -251,8 +308,9 @@ def fig_extrapolation(data: FigureData, settings: Mapping[str, Any], png: Path) 
             ax.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="predicted = observed")
             readable_log_ticks(ax, "x")
             readable_log_ticks(ax, "y")
-        else:
-            ax.text(0.5, 0.5, "too few sizes to hold one out", transform=ax.transAxes, ha="center")
+        else:  # every family has fewer than three sizes here (extrapolation.csv's notes)
+            panel_note(ax, f"{dataset}: too few sizes to hold one out", blank=True)
+            continue
         for n_out, marker in markers.items():
             ax.plot([], [], marker, color="0.4", label=f"the {'largest' if n_out == 1 else 'two largest'} held out")
         ax.set_xlabel("observed at the held-out size")
@@ -311,7 +369,8 @@ FIGURES = [
             "functions of k, per dataset and family, with bands from refitting on every bootstrap replicate. "
             "Grey: k whose spread across sizes is less than ``figures.snr_threshold`` times the resampling "
             "noise of one model (``snr`` in powerlaw_fits.csv), where the law cannot be told from noise. The "
-            "paper finds R² close to 1 for small k and alpha growing with k."
+            "paper finds R² close to 1 for small k and alpha growing with k. A dataset where no family has a law "
+            "(every family of one size) says so instead."
         ),
     ),
     Figure(
@@ -333,7 +392,8 @@ FIGURES = [
             "Out-of-sample test of the laws: the power law fitted without the largest size (circles) or the "
             "two largest (triangles) predicts each held-out size's RBP_k and cross-entropy; error bars are the "
             "percentile intervals of the predictions of the law refitted on every bootstrap replicate. Points "
-            "on the dashed line were predicted exactly (extrapolation.csv). " + CLIP_NOTE
+            "on the dashed line were predicted exactly (extrapolation.csv). A dataset where no family has three "
+            "sizes says so instead. " + CLIP_NOTE
         ),
     ),
 ]

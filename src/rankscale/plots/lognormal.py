@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import textwrap
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,32 @@ from rankscale.plots.laws import draw_law, readable_log_ticks
 from rankscale.rankdist import FAMILIES
 from rankscale.tables import LawKey, finals, select
 
+NOT_IDENTIFIED_NOTE = "no identified lognormal (a parameter at a bound, or none fitted), left out: "
+
+
+def say_left_out(ax: Any, what: str, models: Sequence[str]) -> None:
+    """Say on the panel which models' fits are not drawn: a fit at a bound is a limit, not a result, and a
+    reader must not take its absence for missing data. The text sits between the panel's title (call this after
+    setting it) and its top edge, so it covers no point."""
+    if not len(models):
+        return
+    lines = textwrap.wrap(what + ", ".join(models), width=80)
+    ax.text(0.5, 1.01, "\n".join(lines), transform=ax.transAxes, ha="center", va="bottom", fontsize=6, color="0.2")
+    ax.set_title(ax.get_title(), pad=6.0 + 7.5 * len(lines))
+
+
+def nothing_to_draw(ax: Any, why: str) -> None:
+    """An empty panel that says why (one model per family, every fit at a bound), rather than a blank or a crash."""
+    ax.axis("off")
+    ax.text(0.5, 0.5, f"nothing to draw: {why}", transform=ax.transAxes, ha="center", va="center", fontsize=8,
+            wrap=True)  # fmt: skip
+
+
+def unidentified(table: pd.DataFrame) -> list[str]:
+    """The models of a per-model table (conjecture.csv, lognormal_fits.csv) whose lognormal has no mu or sigma."""
+    missing = ~(np.isfinite(table["mu"].to_numpy(float)) & np.isfinite(table["sigma"].to_numpy(float)))
+    return list(dict.fromkeys(table.loc[missing, "model"]))
+
 
 def fig_derived_laws(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
     """Measured CE and -log RBP_1 against S with their laws, beside the laws the fitted lognormal implies."""
@@ -44,9 +71,12 @@ def fig_derived_laws(data: FigureData, settings: Mapping[str, Any], png: Path) -
         ax.set_xscale("log")
         ax.set_yscale("log")
         notes = []
+        left_out: list[str] = []
         for i, family in enumerate(families):
             for c, (law, k, marker, name) in enumerate(series):
                 draw_law(ax, data, family, dataset, law, k, cycle_color(4 * i + c), marker, name)
+            implied = LawKey(family, dataset, "ee_lognormal").points(metrics)  # NaN: the lognormal ran to a bound
+            left_out += list(implied.loc[~np.isfinite(implied["value"].to_numpy(float)), "model"])
             if contrasts.empty:  # e.g. a single size: nothing fitted, nothing compared
                 continue
             for law, versus, versus_k in (("ee_lognormal", "ce", None), ("neg_log_p1_lognormal", "neg_log_rbp", 1)):
@@ -60,6 +90,7 @@ def fig_derived_laws(data: FigureData, settings: Mapping[str, Any], png: Path) -
         ax.set_xlabel(S_LABEL)
         ax.set_ylabel("nats")
         ax.set_title(f"{dataset}: measured laws and those the lognormal implies")
+        say_left_out(ax, "implied laws: " + NOT_IDENTIFIED_NOTE, left_out)
         # the exponent differences head the legend, under the panel: neither covers a point
         legend_below(ax, fontsize=6, title="\n".join(notes) or None, title_fontsize=6, alignment="left")
         ax.grid(True, which="both", alpha=0.3)
@@ -72,21 +103,38 @@ def fig_mu_sigma(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
     linear trend in log S of lognormal_trends.csv (paper Fig. 8, right; Hypothesis 2)."""
     table, trends = finals(data.tables["conjecture"]), data.tables["lognormal_trends"]
     palette = colors(table["family"].unique())
+    # a trends table of note rows only (one model per family, or every fit at a bound) has no slope column
+    fitted = trends if {"family", "dataset", "quantity", "slope"} <= set(trends.columns) else None
     fig, axes = grid(2, len(data.datasets), w=4.6, h=4.0)  # each with its legend under it
     for j, dataset in enumerate(data.datasets):
-        for family, group in table[table["dataset"] == dataset].groupby("family"):
+        here = table[table["dataset"] == dataset]
+        left_out = unidentified(here)
+        here = here[~here["model"].isin(left_out)]
+        if here.empty:
+            why = "no model has an identified lognormal (" + (
+                f"every fit has a parameter at a bound: {', '.join(left_out)})" if left_out else "no model)"
+            )
+            for ax in axes[:, j]:
+                nothing_to_draw(ax, why)
+            axes[0, j].set_title(dataset)
+            continue
+        for family, group in here.groupby("family"):
             group = group.sort_values("S")
             color = palette[family]
             ratio = group["mu"] / group["sigma"]
             axes[0, j].plot(group["S"], ratio, "o", color=color)
-            trend = trends[(trends["family"] == family) & (trends["dataset"] == dataset)].set_index("quantity")
+            trend = (
+                fitted[(fitted["family"] == family) & (fitted["dataset"] == dataset)].set_index("quantity")
+                if fitted is not None
+                else pd.DataFrame()
+            )
             s = np.geomspace(group["S"].min(), group["S"].max(), 40)
             for ax, quantity, fmt in (
                 (axes[0, j], "mu_over_sigma", "-"),
                 (axes[1, j], "mu", "-"),
                 (axes[1, j], "sigma", "--"),
             ):
-                if quantity in trend.index and np.isfinite(trend.loc[quantity, "slope"]):
+                if quantity in trend.index and np.isfinite(float(trend.loc[quantity, "slope"])):
                     t = trend.loc[quantity]
                     ax.plot(s, t["intercept"] + t["slope"] * np.log(s), fmt, color=color, alpha=0.7,
                             label=f"{family} {quantity}: slope {t['slope']:.3f} [{t['slope_ci_low']:.3f}, {t['slope_ci_high']:.3f}], $R^2$ {t['r2']:.2f}")  # fmt: skip
@@ -97,6 +145,8 @@ def fig_mu_sigma(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
         axes[0, j].set_ylabel("$\\mu/\\sigma$ of the rank lognormal")
         axes[1, j].set_ylabel("$\\mu$ (circles), $\\sigma$ (squares)")
         axes[0, j].set_title(dataset)
+        for ax in axes[:, j]:
+            say_left_out(ax, NOT_IDENTIFIED_NOTE, left_out)
         for ax in axes[:, j]:
             ax.set_xscale("log")
             ax.set_xlabel(S_LABEL)
@@ -159,7 +209,11 @@ def fig_rank_histogram(data: FigureData, settings: Mapping[str, Any], png: Path)
     for j, dataset in enumerate(data.datasets):
         ax = axes[0, j]
         sel = lognormal[lognormal["dataset"] == dataset].sort_values("S")
+        if sel.empty:
+            nothing_to_draw(ax, f"no model scored on {dataset}")
+            continue
         chosen = pd.concat([g.iloc[[0, -1]] if len(g) > 1 else g for _, g in sel.groupby("family")])
+        left_out: list[str] = []
         for c, row in enumerate(chosen.itertuples()):
             counts = data.hists[(row.model, dataset)].astype(np.float64)
             vocab = len(counts) - 1
@@ -170,21 +224,29 @@ def fig_rank_histogram(data: FigureData, settings: Mapping[str, Any], png: Path)
             shown = density > 0
             ax.loglog(centres[shown], density[shown], "o", ms=3, color=color, label=f"{row.model} (ranks)")
             grid_r = np.arange(1, vocab + 1)
-            if np.isfinite(row.mu):
+            if np.isfinite(row.mu) and np.isfinite(row.sigma):
                 model = np.exp(log_pmf(grid_r, row.mu, row.sigma, vocab, bool(row.truncated)))
                 ax.loglog(centres, binned(model, edges), "-", color=color,
                           label=f"lognormal $\\mu$={row.mu:.2f}, $\\sigma$={row.sigma:.2f}")  # fmt: skip
+            else:
+                left_out.append(f"{row.model} lognormal")
             alt = tests[(tests["model"] == row.model) & (tests["dataset"] == dataset)]
-            if len(alt):
-                best = alt.sort_values("loglik_alternative").iloc[-1]
-                params = np.array([float(v) for v in str(best["alternative_params"]).split()])
+            params = [np.array([float(v) for v in str(p).split()]) for p in alt["alternative_params"]]
+            identified = np.array([bool(np.isfinite(p).all()) for p in params], dtype=bool)
+            left_out += [f"{row.model} {name}" for name in alt.loc[~identified, "alternative"]]
+            if identified.any():  # the best of the fits inside their bounds: one at a bound is a limit
+                best = alt[identified].sort_values("loglik_alternative").iloc[-1]
                 family = FAMILIES[best["alternative"]]
-                theta = params if family.name == "zipf" else np.log(params)
+                theta = params[alt.index.get_loc(best.name)]
+                theta = theta if family.name == "zipf" else np.log(theta)
+                note = best["note"] if "note" in best.index and isinstance(best["note"], str) else ""
+                versus = "against the lognormal's limit: no verdict" if note else f"Vuong z {best['z']:+.1f}"
                 ax.loglog(centres, binned(np.exp(family.log_pmf(grid_r, theta, vocab)), edges), ":", color=color,
-                          label=f"best alternative: {best['alternative']} (Vuong z {best['z']:+.1f})")  # fmt: skip
+                          label=f"best alternative: {best['alternative']} ({versus})")  # fmt: skip
         ax.set_xlabel("rank $R$ of the correct token")
         ax.set_ylabel("$P(R)$ per rank, logarithmic bins")
         ax.set_title(dataset)
+        say_left_out(ax, "fits at a bound (limits, not results), not drawn: ", left_out)
         legend_below(ax, fontsize=6, ncol=2)
         ax.grid(True, which="both", alpha=0.3)
     save(fig, png)
@@ -204,7 +266,9 @@ FIGURES = [
             "The legend's heading gives the difference of the implied and measured exponents with its "
             "paired-bootstrap interval: an interval holding 0 means the lognormal reproduces that law's exponent; "
             "the two levels (the lines' heights) differ by how far the model is from calibrated and the ranks from "
-            "lognormal. Error bars: document-bootstrap percentile intervals. " + CLIP_NOTE
+            "lognormal. A model whose lognormal has a parameter at its optimizer's bound implies nothing: its implied "
+            "points are left out and named above the panel. Error bars: document-bootstrap percentile intervals. "
+            + CLIP_NOTE
         ),
     ),
     Figure(
@@ -215,7 +279,9 @@ FIGURES = [
             "Paper Fig. 8 (right), Hypothesis 2: mu/sigma (top) and mu, sigma (bottom) of the fitted rank "
             "lognormal against S with document-bootstrap intervals, and their least-squares lines in log S "
             "(slopes with intervals in the legend under each panel; lognormal_trends.csv). Under the conjecture a "
-            "steady trend in mu/sigma ties the CE and RBP laws together. " + CLIP_NOTE
+            "steady trend in mu/sigma ties the CE and RBP laws together. Models whose fit has a parameter at a bound "
+            "(a limit, not an estimate) are left out of the points and the lines and named above the panel. "
+            + CLIP_NOTE
         ),
     ),
     Figure(
@@ -241,7 +307,9 @@ FIGURES = [
             "The distribution of the correct token's rank for the smallest and largest model of each family, in "
             "logarithmic bins (probability per rank, so sparse tail counts do not dominate), with the fitted "
             "discrete lognormal (solid) and the best-fitting alternative family (dotted; Vuong's z > 0 favours the "
-            "lognormal, rank_distribution_tests.csv), both averaged over the same bins."
+            "lognormal, rank_distribution_tests.csv), both averaged over the same bins. Fits with a parameter at a bound "
+            "are limits, not results: they are not drawn (named above the panel), the best alternative is the best "
+            "fit inside its bounds, and against a lognormal at a bound it carries no verdict."
         ),
     ),
 ]

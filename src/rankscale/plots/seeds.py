@@ -14,7 +14,7 @@ from rankscale.laws import Points
 from rankscale.plots.common import S_LABEL, Figure, FigureData, cycle_color, grid, legend_below, save
 from rankscale.plots.laws import readable_log_ticks
 from rankscale.tables import LawKey, select
-from rankscale.tables.noise import Noise, law_replicates
+from rankscale.tables.laws import LawRefits
 from rankscale.tables.selection import optional_int
 
 SHOWN = (("neg_log_rbp", 1), ("ce", None))  # -log RBP_1 and CE
@@ -49,10 +49,8 @@ def _panel(ax: Any, data: FigureData, key: LawKey) -> bool:
         )
         if data.replicates is not None:
             assert data.level is not None and data.refits is not None, "bands need the level and refits"
-            reps = law_replicates(group, data.replicates)
-            reps = Noise.of(group, len(reps), data.seed).apply(reps)
-            params = form.fit_replicates(Points.of(group["S"].to_numpy()), reps, pooled.law, data.refits)
-            low, high = interval(form.predict_replicates(params, grid_s), data.level)
+            refitted = LawRefits.of(group, data.replicates, form, pooled.law, data.refits, data.seed)
+            low, high = interval(refitted.band(grid_s), data.level)
             ax.fill_between(grid_s.S, low, high, color="0.5", alpha=0.25, lw=0, label="pooled band: seeds + documents")
     return True
 

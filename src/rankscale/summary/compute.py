@@ -9,8 +9,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -19,11 +20,14 @@ from scipy import sparse
 from rankscale.bootstrap import replicate_totals, resample_counts
 from rankscale.conjecture import distribution_replicates, distribution_statistics, rank_sums
 from rankscale.identity import OWN_SHA
+from rankscale.lognormal import DegenerateRanks
 from rankscale.metrics import document_statistics
 from rankscale.rankdist import FAMILIES, fit_family, vuong
 from rankscale.rankfile import RankArrays
 from rankscale.statistics import RUN_HITS, RUN_WINDOWS, Scored, k_grid, rank_histogram, segment_starts
+from rankscale.strata import StrataSettings, StrataTokens, assign
 from rankscale.summary.types import ModelInfo, RankTest, RunRate, Summary
+from rankscale.windows import WindowSpec
 
 
 @dataclass(frozen=True)
@@ -39,10 +43,11 @@ class SummarySettings:
     seed: int
     truncate: bool  # the lognormal is normalised over 1..|V|
     distribution_replicates: int  # bootstrap replicates of the histogram statistics
+    strata: StrataSettings  # the stratum kinds, their bins and k
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> SummarySettings:
-        return cls(**params)
+        return cls(**{**params, "strata": StrataSettings.from_params(params["strata"])})
 
 
 @dataclass(frozen=True)
@@ -103,26 +108,38 @@ def rank_tests(hist: np.ndarray, pairs: RankPairs, n_rows: int) -> tuple[dict[st
     and per document the summed pointwise log-likelihood ratio (for its bootstrap interval)."""
     # every family on 1..|V| alike, whatever analysis.lognormal.truncate says of the conjecture's lognormal:
     # a test of fits to the same support
-    lognormal = fit_family("lognormal", hist, truncate=True)
-    out = {"lognormal": RankTest(list(lognormal.params), lognormal.loglik_per_token)}
+    try:
+        lognormal = fit_family("lognormal", hist, truncate=True)
+    except DegenerateRanks as exc:  # one distinct rank: no family has anything to fit, no test is possible
+        nan = math.nan
+        none = {"lognormal": RankTest([nan, nan], nan, note=str(exc))}
+        none.update({name: RankTest([nan] * len(f.params), nan, note=str(exc)) for name, f in FAMILIES.items()})
+        return none, {f"llr_{name}": np.full(n_rows, nan) for name in FAMILIES}
+    out = {"lognormal": RankTest(list(lognormal.params), lognormal.loglik_per_token, at_bound=list(lognormal.at_bound))}
     per_doc: dict[str, np.ndarray] = {}
     for name in FAMILIES:
         alternative = fit_family(name, hist, truncate=True)
         test = vuong(lognormal, alternative, hist)
         out[name] = RankTest(list(alternative.params), alternative.loglik_per_token, test.mean_llr, test.z,
-                             test.p_value)  # fmt: skip
+                             test.p_value, list(alternative.at_bound))  # fmt: skip
         llr = lognormal.log_pmf - alternative.log_pmf
         per_doc[f"llr_{name}"] = np.bincount(pairs.row, weights=pairs.count * llr[pairs.rank - 1], minlength=n_rows)
     return out, per_doc
 
 
-def per_document(arrays: RankArrays, ks: list[int], emergence_k: list[int], emergence_n: list[int]) -> tuple[
-    np.ndarray, dict[str, np.ndarray]
-]:  # fmt: skip
-    """(documents, statistics): every per-document statistic, one row per scored document (token-file order)."""
+def per_document(
+    arrays: RankArrays,
+    ks: list[int],
+    emergence_k: list[int],
+    emergence_n: list[int],
+    strata: tuple[np.ndarray, int, list[int]] | None = None,
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(documents, statistics): every per-document statistic, one row per scored document (token-file order);
+    `strata`: each token's stratum of each kind, the number of strata and their k (`rankscale.strata.assign`)."""
     docs, row = np.unique(arrays.doc, return_inverse=True)
+    index, n_strata, strata_k = strata if strata is not None else (None, 0, [])
     scored = Scored(arrays.rank, arrays.logprob, row, len(docs), segment_starts(arrays.doc, arrays.pos), ks,
-                    emergence_k, emergence_n)  # fmt: skip
+                    emergence_k, emergence_n, index, n_strata, strata_k)  # fmt: skip
     return docs, {statistic.name: statistic.per_document(scored) for statistic in document_statistics()}
 
 
@@ -132,8 +149,11 @@ def summarize(
     settings: SummarySettings,
     resampling: Resampling,
     info: ModelInfo,
+    windows: WindowSpec,
+    kind_table: np.ndarray | None,
 ) -> tuple[Summary, np.ndarray, dict[str, np.ndarray]]:
-    """(summary, rank histogram, bootstrap arrays) of one rank array; `meta` is its sidecar."""
+    """(summary, rank histogram, bootstrap arrays) of one rank array; `meta` is its sidecar, `windows` how its
+    documents were cut (the context strata) and `kind_table` its tokenizer's token kinds (the kind stratum)."""
     vocab_size = int(meta["vocab_size"])
     if arrays.rank.size == 0:
         raise ValueError(f"{meta['model']} / {meta['dataset']}: no scored tokens")
@@ -142,7 +162,10 @@ def summarize(
     emergence_k = [k for k in settings.emergence_k if k <= vocab_size]
     emergence_n = list(settings.emergence_N)
     law_k = [k for k in settings.law_k if k <= vocab_size]
-    docs, stats = per_document(arrays, ks, emergence_k, emergence_n)
+    strata_k = [k for k in settings.strata.k if k <= vocab_size]
+    tokens = StrataTokens(arrays.target, arrays.doc, arrays.pos, windows, kind_table)
+    strata, index = assign(replace(settings.strata, k=strata_k), tokens)
+    docs, stats = per_document(arrays, ks, emergence_k, emergence_n, (index, len(strata), strata_k))
     row = np.searchsorted(docs, arrays.doc)
     pairs = RankPairs.of(row, arrays, vocab_size)
     tests, llr = rank_tests(hist, pairs, len(docs))
@@ -184,6 +207,9 @@ def summarize(
         runs=runs,
         ties=meta["ties"],
         rank_sha256=meta[OWN_SHA],
+        quantization=meta.get("quantization"),
+        strata=strata,
+        strata_k=strata_k,
     )
     boot = {
         "units": units,

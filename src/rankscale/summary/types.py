@@ -18,6 +18,7 @@ import numpy as np
 from rankscale.atomic import sha256_file, write_json, write_npz
 from rankscale.conjecture import Distribution
 from rankscale.statistics import Totals
+from rankscale.strata import Stratum
 
 MODEL_COLUMNS = (
     "family",
@@ -69,6 +70,8 @@ class RankTest:
     mean_llr: float = float("nan")  # mean log-likelihood ratio, lognormal - this family
     z: float = float("nan")
     p_value: float = float("nan")
+    at_bound: list[str] = field(default_factory=list)  # parameters at a bound of the fit's box: limits, not estimates
+    note: str = ""  # why nothing could be fitted (e.g. every scored token has one rank)
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,9 @@ class Summary:
     ties: str
     rank_sha256: str
     files: dict[str, str] = field(default_factory=dict)  # sha256 of the histogram and replicate files, by kind
+    strata: list[Stratum] = field(default_factory=list)  # every stratum of every kind: the strata_* sums' columns
+    strata_k: list[int] = field(default_factory=list)  # the k of the strata's hits
+    quantization: str | None = None  # a GGUF model's quantization type (e.g. 'Q4_1'): its ranks are those of the dequantized weights
 
     @property
     def family(self) -> str:
@@ -133,6 +139,7 @@ class Summary:
             distribution=self.distribution.to_json(),
             rank_tests={name: asdict(test) for name, test in self.rank_tests.items()},
             runs=[asdict(r) for r in self.runs],
+            strata=[asdict(s) for s in self.strata],
         )
         return out
 
@@ -145,6 +152,7 @@ class Summary:
                 "distribution": Distribution.from_json(data["distribution"]),
                 "rank_tests": {name: RankTest(**test) for name, test in data["rank_tests"].items()},
                 "runs": [RunRate(**r) for r in data["runs"]],
+                "strata": [Stratum(**s) for s in data.get("strata", [])],
             }
         )
 

@@ -14,7 +14,7 @@ import pandas as pd
 from rankscale.bootstrap import interval
 from rankscale.laws import FitForm, FittedLaw
 from rankscale.metrics import METRICS
-from rankscale.statistics import Totals
+from rankscale.statistics import Totals, stratum_totals
 from rankscale.summary import Summary
 
 INTEGER_COLUMNS = ("k", "D", "versus_k")  # integers that may be missing (a metric without k, a model without D)
@@ -52,17 +52,22 @@ class Replicates:
 
     def __init__(self, summaries: Sequence[Summary], totals: Sequence[Totals]) -> None:
         self._k = {s.key: list(s.k) for s in summaries}
+        self._strata_k = {s.key: list(s.strata_k) for s in summaries}
         self.totals = {s.key: t for s, t in zip(summaries, totals, strict=True)}
         self.metric = cache(self._metric)
 
-    def _metric(self, model: str, dataset: str, name: str) -> np.ndarray:
-        """Replicate values [B, K] (per-k metrics) or [B]."""
-        return METRICS[name].compute(self.totals[(model, dataset)])
+    def _metric(self, model: str, dataset: str, name: str, stratum: int | None = None) -> np.ndarray:
+        """Replicate values [B, K] (per-k metrics) or [B]; of one stratum's tokens (at the strata k) if given."""
+        totals = self.totals[(model, dataset)]
+        return METRICS[name].compute(totals if stratum is None else stratum_totals(totals, stratum))
 
-    def at(self, model: str, dataset: str, name: str, k: int | None = None) -> np.ndarray:
-        """Replicate values [B] of one metric (at k)."""
-        values = self.metric(model, dataset, name)
-        return values if k is None else values[:, self._k[(model, dataset)].index(int(k))]
+    def at(self, model: str, dataset: str, name: str, k: int | None = None, stratum: int | None = None) -> np.ndarray:
+        """Replicate values [B] of one metric (at k), of all tokens or of one stratum's (`Summary.strata` index)."""
+        values = self.metric(model, dataset, name, stratum)
+        if k is None:
+            return values
+        grid = self._k if stratum is None else self._strata_k
+        return values[:, grid[(model, dataset)].index(int(k))]
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,13 @@ def typed(df: pd.DataFrame) -> pd.DataFrame:
         if column in df:
             df[column] = df[column].astype("Int64")
     return df
+
+
+def optional_columns(frame: pd.DataFrame, *names: str) -> pd.DataFrame:
+    """`frame` without those of the columns `names` that no row fills (an empty note, no quantization): a table
+    gains such a column only where some row needs it, so tables of runs that need none keep their bytes."""
+    empty = [n for n in names if n in frame and (frame[n].isna() | (frame[n].astype(str) == "")).all()]
+    return frame.drop(columns=empty)
 
 
 def read_table(path: str | Path) -> pd.DataFrame:

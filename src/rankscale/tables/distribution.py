@@ -3,6 +3,7 @@ alternative families, and the lognormal's parameters as trends in log S."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -11,9 +12,10 @@ import pandas as pd
 
 from rankscale.laws import ols
 from rankscale.metrics import METRICS
+from rankscale.rankdist import FAMILIES, bound_note
 from rankscale.statistics import TOKENS
-from rankscale.summary import Summary
-from rankscale.tables.base import Replicates, Table, with_intervals
+from rankscale.summary import RankTest, Summary
+from rankscale.tables.base import Replicates, Table, optional_columns, with_intervals
 
 LOGNORMAL = "lognormal"  # the rank test entry of the lognormal itself (the others are its alternatives)
 
@@ -58,35 +60,64 @@ def conjecture_table(summaries: Iterable[Summary], replicates: Replicates, level
     return pd.DataFrame(rows).sort_values(["family", "dataset", "S"], kind="stable").reset_index(drop=True)
 
 
+NOT_IDENTIFIED = "not identified"  # the `better` of a comparison where a fit ran to a bound: no winner
+
+
+def rank_test_note(lognormal: RankTest, name: str, test: RankTest) -> str:
+    """Which fit of a comparison has which parameter at which bound ("" if neither): then the log-likelihoods
+    and Vuong's z compare the limits the fits ran to, and no family wins."""
+    if lognormal.note or test.note:
+        return lognormal.note or test.note
+    parts = [
+        bound_note(family, fit.params, fit.at_bound)
+        for family, fit in ((LOGNORMAL, lognormal), (name, test))
+        if fit.at_bound
+    ]
+    if not parts:
+        return ""
+    return (
+        "; ".join(parts) + ": not identified, so this compares the limits the fits ran to (where the search "
+        "stopped), not fitted distributions"
+    )
+
+
 def rank_tests_table(summaries: Iterable[Summary], replicates: Replicates, level: float) -> pd.DataFrame:
     """The lognormal against each alternative family, per model x dataset: log-likelihoods per token,
-    Vuong's z and p, and the document-bootstrap interval of the mean log-likelihood ratio."""
+    Vuong's z and p, and the document-bootstrap interval of the mean log-likelihood ratio; a fit with a
+    parameter at a bound shows no value for it, claims no winner and says so in `note`."""
     rows = []
     for s in summaries:
         totals = replicates.totals[s.key]
+        lognormal = s.rank_tests[LOGNORMAL]
         for name, test in s.rank_tests.items():
             if name == LOGNORMAL:
                 continue
             samples = totals[f"llr_{name}"] / totals[TOKENS]
+            note = rank_test_note(lognormal, name, test)
             verdict = "inconclusive"
-            if test.p_value < 1 - level:
+            if note:
+                verdict = NOT_IDENTIFIED
+            elif test.p_value < 1 - level:
                 verdict = LOGNORMAL if test.z > 0 else name
+            params = [
+                math.nan if p in test.at_bound else v for p, v in zip(FAMILIES[name].params, test.params, strict=True)
+            ]
             rows.append(
                 {
                     **s.columns(),
                     "alternative": name,
-                    "loglik_lognormal": s.rank_tests[LOGNORMAL].loglik,
+                    "loglik_lognormal": lognormal.loglik,
                     "loglik_alternative": test.loglik,
-                    "alternative_params": " ".join(f"{v:.6g}" for v in test.params),
+                    "alternative_params": " ".join(f"{v:.6g}" for v in params),
                     **with_intervals(test.mean_llr, samples, level, "mean_llr"),
                     "z": test.z,
                     "p_value": test.p_value,
                     "better": verdict,
+                    "note": note,
                 }
             )
-    return (
-        pd.DataFrame(rows).sort_values(["family", "dataset", "S", "alternative"], kind="stable").reset_index(drop=True)
-    )
+    table = pd.DataFrame(rows).sort_values(["family", "dataset", "S", "alternative"], kind="stable")
+    return optional_columns(table.reset_index(drop=True), "note")  # a `note` column where some fit is at a bound
 
 
 TREND_QUANTITIES = ("mu", "sigma", "mu_over_sigma")
@@ -104,24 +135,38 @@ def lognormal_trends_table(summaries: Sequence[Summary], replicates: Replicates,
     groups: dict[tuple[str, str], list[Summary]] = {}
     for s in summaries:
         groups.setdefault((s.family, s.dataset), []).append(s)
-    for (family, dataset), group in sorted(groups.items()):
-        group = sorted(group, key=lambda s: s.S)
+    for (family, dataset), everyone in sorted(groups.items()):
+        # a model whose lognormal ran to a bound (or could not be fitted) has no (mu, sigma) to put on the line
+        group = sorted((s for s in everyone if _has_lognormal(s)), key=lambda s: s.S)
+        left_out = sorted((s for s in everyone if not _has_lognormal(s)), key=lambda s: s.S)
+        said = (
+            "left out, no identified lognormal (a parameter at a bound, or none fitted; see lognormal_fits.csv): "
+            + ", ".join(s.model for s in left_out)
+            if left_out
+            else ""
+        )
         x = np.log(np.array([s.S for s in group], dtype=np.float64))
         for quantity in TREND_QUANTITIES:
+            row: dict[str, Any] = {"family": family, "dataset": dataset, "quantity": quantity, "n_models": len(group)}
+            if len(np.unique(x)) < 2:
+                rows.append({**row, "note": "; ".join(filter(None, ["needs two sizes with a fitted lognormal", said]))})
+                continue
             y = np.array([_trend_value(s.distribution.mu, s.distribution.sigma, quantity) for s in group])
             samples = np.stack(
                 [_trend_value(replicates.totals[s.key]["mu"], replicates.totals[s.key]["sigma"], quantity)
                  for s in group], axis=1,
             )  # fmt: skip
-            row: dict[str, Any] = {"family": family, "dataset": dataset, "quantity": quantity, "n_models": len(group)}
-            if len(np.unique(x)) < 2 or not np.all(np.isfinite(y)):
-                rows.append({**row, "note": "needs two sizes with a fitted lognormal"})
-                continue
             fit, reps = ols(x, y[None, :].astype(np.float64)), ols(x, samples)
             for p in ("slope", "intercept", "r2"):
                 row.update(with_intervals(float(fit[p][0]), reps[p], level, p))
-            rows.append({**row, "note": ""})
+            rows.append({**row, "note": said})
     return pd.DataFrame(rows)
+
+
+def _has_lognormal(s: Summary) -> bool:
+    """The model's lognormal was fitted inside its bounds: NaN mu or sigma means it ran to one (or could not be
+    fitted at all), which the distribution's note says."""
+    return bool(np.isfinite(s.distribution.mu) and np.isfinite(s.distribution.sigma))
 
 
 def finals_of(summaries: Iterable[Summary]) -> list[Summary]:
@@ -136,7 +181,10 @@ TABLES = [
             "Discrete truncated lognormal fits of the rank distribution, per model and dataset, by "
             "maximum likelihood over the rank histogram: P(R = r) is proportional to F(r + 1/2) - F(r - 1/2) "
             "on r = 1..|V|, F the lognormal CDF with parameters mu, sigma of log R (``truncated = False``: "
-            "normalised over r = 1..inf instead, ``analysis.lognormal.truncate``). Intervals: conjecture.csv."
+            "normalised over r = 1..inf instead, ``analysis.lognormal.truncate``). Intervals: conjecture.csv. A fit with "
+            "a parameter at its optimizer's bound (mu at -50: ranks mostly at 1, the fit running towards a power law) "
+            "is where the search stopped, not an estimate: mu, sigma and mu_over_sigma are empty and ``note`` says "
+            "which parameter is at which bound."
         ),
     ),
     Table(
@@ -152,7 +200,9 @@ TABLES = [
             "``ee_lognormal`` (the CE it predicts), ``neg_log_p1_lognormal`` (the -log RBP_1 it predicts), "
             "-log RBP_k at the ``analysis.law_k``, and the paper's closed-form approximation "
             "``ce_appendix_b`` / ``neg_log_p1_appendix_b``. Intervals: document bootstrap with ``replicates`` "
-            "replicates (``analysis.lognormal.replicates``: every one refits the lognormal)."
+            "replicates (``analysis.lognormal.replicates``: every one refits the lognormal). Where the lognormal is at "
+            "a bound of its optimizer (or cannot be fitted), mu, sigma and everything derived from the fit are empty, "
+            "values and intervals, and ``note`` says why; the measured quantities stay."
         ),
     ),
     Table(
@@ -167,7 +217,10 @@ TABLES = [
             "``loglogistic``): log-likelihood per token, Vuong's normalised log-likelihood-ratio test (``z`` > 0 "
             "favours the lognormal; two-sided ``p_value``), and, since tokens of one document are not "
             "independent, the document-bootstrap interval of the mean log-likelihood ratio. ``better``: which "
-            "one the test prefers at the interval level, or inconclusive."
+            "one the test prefers at the interval level, or inconclusive. A fit with a parameter at its "
+            "optimizer's bound shows it as nan in ``alternative_params``; ``note`` (the last column) says which "
+            "fit has which parameter at which bound: the row then compares the limits the fits ran to, not "
+            "fitted distributions, and ``better`` is 'not identified'."
         ),
     ),
     Table(
@@ -178,7 +231,9 @@ TABLES = [
         caption=(
             "Hypothesis 2 of the paper: mu, sigma and mu/sigma of the fitted lognormal against log S, per family "
             "and dataset: slope, intercept and R² of the least-squares line, with intervals from refitting "
-            "on every bootstrap replicate."
+            "on every bootstrap replicate. Models without an identified lognormal (a parameter at a bound, or "
+            "none fitted) are left out, and ``note`` names them; ``n_models`` counts the models fitted. Fewer "
+            "than two sizes left: a note row."
         ),
     ),
 ]

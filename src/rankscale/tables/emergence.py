@@ -15,10 +15,10 @@ from rankscale.laws import FitForm, Points
 from rankscale.metrics import METRICS
 from rankscale.statistics import PAIRS_BOTH_HIT, PAIRS_PREV_HIT, RUN_HITS, RUN_WINDOWS
 from rankscale.summary import Summary
-from rankscale.tables.base import Replicates, Table, TableInputs, with_intervals
+from rankscale.tables.base import Replicates, Table, TableInputs, typed, with_intervals
 from rankscale.tables.distribution import finals_of
 from rankscale.tables.laws import law_form
-from rankscale.tables.selection import FitIndex, LawKey
+from rankscale.tables.selection import FitIndex, LawKey, size_note
 
 RBP = METRICS["rbp"]
 
@@ -90,7 +90,8 @@ def emergence_laws_table(
 ) -> pd.DataFrame:  # fmt: skip
     """The paper's claim -log p_{N,k} = N C S^-alpha tested on the measured run rates: per family x dataset
     x k x N, the law fitted to -log(empirical N-run rate), its exponent against alpha_k of -log RBP_k
-    (paired-bootstrap interval of the difference, p-value), and C_N / (N C)."""
+    (paired-bootstrap interval of the difference, p-value), and C_N / (N C). A family with one size has no law:
+    one row per dataset says so (`note`)."""
     exponent = form.exponent
     groups: dict[tuple[str, str], list[Summary]] = {}
     for s in summaries:
@@ -100,6 +101,11 @@ def emergence_laws_table(
         group = sorted(group, key=lambda s: s.S)
         points = Points.of([s.S for s in group])
         first = group[0]
+        if note := size_note(points.S):  # no law of -log RBP_k to compare the runs' law with
+            rows.append(
+                {"family": family, "dataset": dataset, "k": None, "N": None, "n_models": len(group), "note": note}
+            )
+            continue
         for k in first.emergence_k:
             fit_k = LawKey(family, dataset, RBP.law, k).select(fits, form)
             if fit_k is None or exponent is None or any(k not in s.emergence_k for s in group):
@@ -139,7 +145,8 @@ def emergence_laws_table(
                         "note": "",
                     }
                 )
-    return pd.DataFrame(rows)
+    df = typed(pd.DataFrame(rows))
+    return df.astype({"N": "Int64"}) if "N" in df else df  # missing on a note row: N stays an integer
 
 
 def _form(inputs: TableInputs) -> FitForm:
@@ -181,7 +188,8 @@ TABLES = [
             "The paper's emergence law -log p_{N,k} = N C S^-alpha tested on measured run rates: per family, "
             "dataset, k and N, the power law fitted to -log(empirical N-run rate), its exponent "
             "``alpha_runs`` against ``alpha_k`` of -log RBP_k (``difference`` with its paired-bootstrap interval "
-            "and p-value), and ``C_ratio`` = C_runs / (N C), 1 if positions were independent."
+            "and p-value), and ``C_ratio`` = C_runs / (N C), 1 if positions were independent. A family of one size "
+            "has no law: one row per dataset says so in ``note``."
         ),
     ),
 ]

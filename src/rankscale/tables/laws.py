@@ -8,19 +8,78 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from rankscale.bootstrap import interval, p_value, spread_to_noise
-from rankscale.laws import FORMS, FitForm, Points, compare_forms
+from rankscale.laws import FORMS, FitForm, FittedLaw, Points, compare_forms
 from rankscale.metrics import METRICS
-from rankscale.tables.base import Replicates, Table, TableInputs, law_parameters, typed
+from rankscale.tables.base import Replicates, Table, TableInputs, law_parameters, typed, with_intervals
 from rankscale.tables.noise import Noise, law_replicates
-from rankscale.tables.selection import FitIndex, LawKey, finals, optional_int, select
+from rankscale.tables.selection import (
+    ONE_SIZE,
+    FitIndex,
+    LawKey,
+    finals,
+    note_last,
+    optional_int,
+    select,
+    single_size,
+    size_note,
+)
 
 GROUP = ["family", "dataset", "metric", "k"]  # one law per group of the metrics table
+TWO_SIZES = "family has two sizes: holding one out leaves one, no law"
+
+
+def fit_or_note(form: FitForm, points: Points, y: np.ndarray) -> tuple[FittedLaw | None, str]:
+    """The law fitted to the points, or None and why not (a table's `note`): one size, or y the form cannot fit."""
+    note = size_note(points.S)
+    if note:
+        return None, note
+    try:
+        return form.fit(points, y), ""
+    except ValueError as exc:
+        return None, str(exc)
+
+
+@dataclass(frozen=True)
+class LawRefits:
+    """A law fitted to a group's points and refitted on every bootstrap replicate (the seeds resampled too where
+    sizes have several), so it predicts its fitted quantity anywhere in S with an interval: figures' bands,
+    held-out sizes, another family's model."""
+
+    form: FitForm
+    law: FittedLaw
+    params: dict[str, np.ndarray]  # the form's parameters refitted on every replicate, [B] each
+    replicates: np.ndarray  # [B, models] the fitted quantity's replicates the refits were fitted to
+    noise: Noise
+
+    @classmethod
+    def of(
+        cls, group: pd.DataFrame, replicates: Replicates, form: FitForm, law: FittedLaw, refits: int, seed: int | None
+    ) -> LawRefits:
+        """`law`, fitted to the rows of `group` (one per model), refitted on their replicates."""
+        reps = law_replicates(group, replicates)
+        noise = Noise.of(group, len(reps), seed)
+        fit_reps = noise.apply(reps)
+        params = form.fit_replicates(Points.of(group["S"].to_numpy(dtype=np.float64)), fit_reps, law, refits)
+        return cls(form, law, params, fit_reps, noise)
+
+    def band(self, points: Points) -> np.ndarray:
+        """The refitted laws' values at `points`: [B, len(points)] (NaN where a refit failed)."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            return self.form.predict_replicates(self.params, points)
+
+    def at(self, S: float, keys: Sequence[str]) -> tuple[float, np.ndarray]:
+        """The law's value at S, and per replicate a new run's value there: the refit's, times a run's deviation
+        off its size's mean where sizes have several seeds (drawn from the stream `keys` names)."""
+        at = Points.of(S)
+        point = float(self.form.predict(self.law, at)[0])
+        return point, self.band(at)[:, 0] * self.noise.new_run(self.replicates, keys)
 
 
 def fits_table(
@@ -52,10 +111,7 @@ def fits_table(
             "S_min": int(group["S"].min()),
             "S_max": int(group["S"].max()),
         }
-        try:
-            law, note = form.fit(points, y), ""
-        except ValueError as exc:
-            law, note = None, str(exc)
+        law, note = fit_or_note(form, points, y)
         row.update(law.row() if law is not None else dict.fromkeys(form.columns, math.nan))
         if replicates is not None:
             out = {f"{p}_ci_{side}": math.nan for p in form.columns for side in ("low", "high")}
@@ -86,6 +142,8 @@ CONTRASTS: tuple[tuple[str, str, int | None], ...] = (
     ("neg_log_p1_lognormal", "neg_log_rbp", 1),
 )
 
+CONTRAST_KEYS = ("metric", "k", "versus", "versus_k")  # with family and dataset, what a contrast row is of
+
 
 def contrasts_table(
     metrics: pd.DataFrame,
@@ -107,6 +165,9 @@ def contrasts_table(
     index = FitIndex(fits, form)
     rows = []
     for (family, dataset), frame in metrics.groupby(["family", "dataset"], sort=True):
+        if note := size_note(frame["S"]):
+            rows.append({"family": family, "dataset": dataset, **dict.fromkeys(CONTRAST_KEYS), "note": note})
+            continue
         ks = sorted(int(k) for k in select(frame, metric="rbp")["k"].dropna().unique())
         pairs = [("neg_log_rbp", k, "ce", None) for k in ks] + [(a, None, b, kb) for a, b, kb in CONTRASTS]
         for law, k, versus, versus_k in pairs:
@@ -114,7 +175,7 @@ def contrasts_table(
             row = _contrast(frame, index, replicates, level, form, refits, seed, first, second)
             if row:
                 rows.append({"family": family, "dataset": dataset, **row})
-    return typed(pd.DataFrame(rows))
+    return note_last(typed(pd.DataFrame(rows)))
 
 
 def _contrast(
@@ -172,38 +233,39 @@ def extrapolation_table(
     """Fit the law without the largest size (and, with >= 4 sizes, without the two largest); predict the
     held-out sizes' RBP_k and CE, with the interval of the refits' predictions. Where sizes have several
     seeds, the refits resample them too, and the interval is one for a new run's value (the law's, plus a
-    seed's deviation drawn from the fitted sizes' runs)."""
-    wanted = metrics[(metrics["metric"] == "ce") | ((metrics["metric"] == "rbp") & metrics["k"].isin(list(ks)))]
-    rows = []
-    for (family, dataset, name, k), group in wanted.groupby(GROUP, dropna=False, sort=True):
+    seed's deviation drawn from the fitted sizes' runs). A family with fewer than three sizes has nothing to hold
+    out: one row per dataset says so (`note`)."""
+    rows: list[dict[str, Any]] = []
+    for (family, dataset, name, k), group in law_k_rows(metrics, ks).groupby(GROUP, dropna=False, sort=True):
         metric = METRICS[name]
         group = group.sort_values("S", kind="stable")
         sizes = group["S"].to_numpy(dtype=np.float64)
         distinct = np.unique(sizes)
+        if len(distinct) < 3:  # nothing to hold out: said once per family and dataset
+            if not rows or (rows[-1]["family"], rows[-1]["dataset"]) != (family, dataset):
+                note = ONE_SIZE if len(distinct) < 2 else TWO_SIZES
+                rows.append({"family": family, "dataset": dataset, "metric": None, "k": None, "note": note})
+            continue
         y = metric.to_law(group["value"].to_numpy(dtype=np.float64))
-        reps = law_replicates(group, replicates)
         for held in (1, 2):
-            n_sizes = len(distinct) - held
-            if n_sizes < 2 or (held == 2 and len(distinct) < 4):
+            n_kept = len(distinct) - held
+            if n_kept < 2 or (held == 2 and len(distinct) < 4):
                 continue
-            fit_rows = sizes <= distinct[n_sizes - 1]
+            fit_rows = sizes <= distinct[n_kept - 1]
             n_fit = int(fit_rows.sum())
             if np.any(y[:n_fit] <= 0):
                 continue
-            fitted = Points.of(sizes[:n_fit])
             try:
-                law = form.fit(fitted, y[:n_fit])
+                law = form.fit(Points.of(sizes[:n_fit]), y[:n_fit])
             except ValueError:
                 continue
-            noise = Noise.of(group.iloc[:n_fit], len(reps), seed)
-            fit_reps = noise.apply(reps[:, :n_fit])
-            params = form.fit_replicates(fitted, fit_reps, law, refits)
-            new_run = noise.new_run(fit_reps, (family, dataset, name, str(k), str(held)))
+            keys = (family, dataset, name, str(k), str(held))
+            refitted = LawRefits.of(group.iloc[:n_fit], replicates, form, law, refits, seed)
             for i in range(n_fit, len(group)):
-                at = Points.of(sizes[i])
-                predicted = float(metric.from_law(form.predict(law, at))[0])
+                point, samples = refitted.at(sizes[i], keys)
+                predicted = float(metric.from_law(np.array([point]))[0])
                 with np.errstate(invalid="ignore", over="ignore"):
-                    samples = metric.from_law(form.predict_replicates(params, at)[:, 0] * new_run)
+                    samples = metric.from_law(samples)
                 low, high = interval(samples, level, predicted)
                 observed = float(group["value"].iloc[i])
                 rows.append(
@@ -221,10 +283,101 @@ def extrapolation_table(
                         "observed": observed,
                         "rel_error": predicted / observed - 1.0,
                         "covered": bool(low - 1e-12 * abs(observed) <= observed <= high + 1e-12 * abs(observed)),
-                        "noise": noise.label,
+                        "noise": refitted.noise.label,
                     }
                 )
-    return typed(pd.DataFrame(rows))
+    return note_last(typed(pd.DataFrame(rows)))
+
+
+def law_k_rows(metrics: pd.DataFrame, ks: Sequence[int]) -> pd.DataFrame:
+    """The rows of cross-entropy and of RBP_k at `ks` (`analysis.law_k`): the laws checked out of sample."""
+    return metrics[(metrics["metric"] == "ce") | ((metrics["metric"] == "rbp") & metrics["k"].isin(list(ks)))]
+
+
+NO_LAW_FAMILY = "no family with a law on this dataset"
+
+
+def cross_family_table(
+    metrics: pd.DataFrame,
+    fits: pd.DataFrame,
+    replicates: Replicates,
+    ks: Sequence[int],
+    level: float,
+    form: FitForm,
+    refits: int,
+    seed: int | None,
+) -> pd.DataFrame:
+    """Each model of a family with fewer than two sizes (e.g. one pretrained model) against the law of every
+    family that has one on its dataset: the law's -log RBP_k (k of `ks`) and CE at the model's S, with the interval
+    of the law refitted on every replicate (as extrapolation.csv's), the measured value with its document-bootstrap
+    interval, and measured / predicted. The two families' document draws are independent (each family is
+    resampled on its own), so the ratio's replicates pair them draw by draw."""
+    final = law_k_rows(finals(metrics), ks)
+    index, laws = FitIndex(fits, form), _LawCache(final, replicates, form, refits, seed)
+    sizes = final.groupby(["dataset", "family"])["S"].nunique()  # a family with a law on a dataset has two or more
+    rows: list[dict[str, Any]] = []
+    singles = single_size(final).sort_values(["family", "model", "dataset", "metric", "k"], kind="stable")
+    for (family, model, dataset), own in singles.groupby(["family", "model", "dataset"], sort=False):
+        others = [f for f, n in sizes[dataset].items() if n > 1 and f != family]
+        base = {"family": family, "model": model, "dataset": dataset, "S": int(own["S"].iloc[0])}
+        if not others:
+            rows.append({**base, "law_family": None, "metric": None, "k": None, "note": NO_LAW_FAMILY})
+            continue
+        for law_family in others:
+            for _, measured in own.iterrows():
+                key = LawKey(law_family, dataset, METRICS[measured["metric"]].law, optional_int(measured["k"]))
+                rows.append({**base, **_cross_family_row(measured, key, index, laws, replicates, level)})
+    return note_last(typed(pd.DataFrame(rows)))
+
+
+class _LawCache:
+    """Each family's law refitted on the replicates once, however many models it is compared with."""
+
+    def __init__(self, final: pd.DataFrame, replicates: Replicates, form: FitForm, refits: int, seed: int | None):
+        self.final, self.replicates, self.form, self.refits, self.seed = final, replicates, form, refits, seed
+        self._laws: dict[LawKey, tuple[LawRefits, pd.DataFrame]] = {}
+
+    def get(self, key: LawKey, law: FittedLaw) -> tuple[LawRefits, pd.DataFrame]:
+        """The law of `key` refitted, and the rows it is fitted to."""
+        if key not in self._laws:
+            group = key.points(self.final)
+            self._laws[key] = LawRefits.of(group, self.replicates, self.form, law, self.refits, self.seed), group
+        return self._laws[key]
+
+
+def _cross_family_row(
+    measured: pd.Series, key: LawKey, index: FitIndex, laws: _LawCache, replicates: Replicates, level: float
+) -> dict[str, Any]:
+    """One model's measured value of `key`'s quantity against the law of `key` at its S."""
+    metric = key.metric
+    row: dict[str, Any] = {"law_family": key.family, "metric": key.law, "k": key.k}
+    fit = index.get(key)
+    observed = float(metric.to_law(np.array([measured["value"]], dtype=np.float64))[0])
+    if fit is None:
+        return {**row, "note": f"{key.family} has no fitted law of this quantity (powerlaw_fits.csv says why)"}
+    if not (np.isfinite(observed) and observed > 0):
+        return {**row, "note": "the measured value is not positive: no place on a law in log space"}
+    refitted, group = laws.get(key, fit.law)
+    point, predicted = refitted.at(
+        float(measured["S"]), (key.family, key.dataset, key.law, str(key.k), "another family")
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        measured_reps = metric.to_law(replicates.at(measured["model"], key.dataset, metric.name, key.k))
+        n = min(len(measured_reps), len(predicted))
+        ratio = measured_reps[:n] / predicted[:n]  # independent draws of the two families, paired by index
+    return {
+        **row,
+        "law_n_models": len(group),
+        "law_S_min": int(group["S"].min()),
+        "law_S_max": int(group["S"].max()),
+        "S_over_law_S_max": float(measured["S"]) / float(group["S"].max()),
+        **with_intervals(point, predicted, level, "predicted"),
+        **with_intervals(observed, measured_reps, level, "observed"),
+        **with_intervals(observed / point, ratio, level, "ratio"),
+        "p_value": p_value(ratio - 1.0),
+        "noise": refitted.noise.label,
+        "note": "",
+    }
 
 
 def form_comparison_table(metrics: pd.DataFrame, forms: Sequence[str], ks: Sequence[int]) -> pd.DataFrame:
@@ -301,7 +454,8 @@ TABLES = [
             "resampled documents) and a two-sided bootstrap p-value for a difference of zero: the paper's "
             "coincidence (alpha of -log RBP_k minus alpha of cross-entropy, every k), and the laws of the error "
             "entropy and of the fitted lognormal's entropy and -log P(R = 1) against cross-entropy and "
-            "-log RBP_1 (``versus``, ``versus_k``)."
+            "-log RBP_1 (``versus``, ``versus_k``). A family of one size has no law: one row per dataset says so "
+            "in ``note``."
         ),
     ),
     Table(
@@ -324,7 +478,39 @@ TABLES = [
             "with at least four sizes, without the two largest, predicts the held-out sizes' RBP_k "
             "(``analysis.law_k``) and cross-entropy. ``predicted_ci_*``: percentile interval of the "
             "predictions of the law refitted on every bootstrap replicate; ``covered``: the observed value lies "
-            "inside it; ``rel_error`` = predicted / observed - 1."
+            "inside it; ``rel_error`` = predicted / observed - 1. A family with fewer than three sizes has nothing "
+            "to hold out: one row per dataset says so in ``note``."
+        ),
+    ),
+    Table(
+        name="cross_family",
+        build=lambda inputs: cross_family_table(
+            inputs.tables["metrics"],
+            _fits(inputs),
+            inputs.needed(),
+            inputs.settings.get("law_k"),
+            inputs.level,
+            law_form(inputs),
+            _refits(inputs),
+            inputs.settings.get("seed"),
+        ),
+        needs=("metrics", "powerlaw_fits"),
+        summaries=False,
+        resampled=True,
+        settings=(*LAW_SETTINGS, "law_k"),
+        caption=(
+            "Where a model of a family with fewer than two sizes (``family``, ``model``: e.g. one pretrained model) "
+            "sits against the law of another family (``law_family``) on the same dataset: the law "
+            "(``analysis.law_form``, fitted to ``law_n_models`` models between ``law_S_min`` and ``law_S_max``) "
+            "predicts -log RBP_k (``metric = neg_log_rbp``, k of ``analysis.law_k``) and cross-entropy at the model's "
+            "S (``S_over_law_S_max``: how far beyond the law's sizes). ``predicted_ci_*``: percentile interval of the "
+            "law refitted on every bootstrap replicate (with seeds, one for a new run's value, as in "
+            "extrapolation.csv); ``observed_ci_*``: the model's document-bootstrap interval; ``ratio`` = observed / "
+            "predicted, its interval and ``p_value`` (ratio = 1, two-sided) from the two replicates combined draw "
+            "by draw. Each family's documents are resampled on their own, so the two draws are independent; "
+            "documents hard for both families would make them correlated, which this interval does not use, so "
+            "it errs wide. A ``note`` says why a row has no numbers (no family with a law on the dataset, a law "
+            "not fitted). Empty when every family has two or more sizes."
         ),
     ),
     Table(

@@ -12,7 +12,7 @@ import pandas as pd
 from rankscale.bootstrap import interval
 from rankscale.metrics import METRICS
 from rankscale.summary import Summary
-from rankscale.tables.base import Replicates, Table, typed
+from rankscale.tables.base import Replicates, Table, optional_columns, typed
 
 
 def metrics_table(summaries: Iterable[Summary], replicates: Replicates | None, level: float) -> pd.DataFrame:
@@ -30,8 +30,9 @@ def metrics_table(summaries: Iterable[Summary], replicates: Replicates | None, l
             else:
                 low = high = np.full(len(ks), math.nan)
             for k, v, lo, hi in zip(ks, values, low, high, strict=True):
-                rows.append({**base, "metric": metric.name, "k": k, "value": float(v), "ci_low": lo, "ci_high": hi})
-    df = typed(pd.DataFrame(rows))
+                rows.append({**base, "metric": metric.name, "k": k, "value": float(v), "ci_low": lo, "ci_high": hi,
+                             "quantization": s.quantization})  # fmt: skip
+    df = optional_columns(typed(pd.DataFrame(rows)), "quantization")  # only where some model is a GGUF's
     return df.sort_values(["family", "dataset", "metric", "k", "S", "D"], kind="stable").reset_index(drop=True)
 
 
@@ -47,7 +48,9 @@ TABLES = [
             "the vocabulary size; ``metric = ce`` rows give the cross-entropy in nats. S is the number of "
             "non-embedding parameters; n_tokens the number of scored tokens. ``ci_low``, ``ci_high``: "
             "percentile interval (``analysis.bootstrap.level``) of a bootstrap over documents (tokens of one "
-            "document are correlated, so documents, not tokens, are resampled)."
+            "document are correlated, so documents, not tokens, are resampled). ``quantization`` (where "
+            "some model is a GGUF file's): its quantization type (e.g. Q4_1; its ranks are those of the dequantized "
+            "weights), empty for the other models."
         ),
     ),
 ]

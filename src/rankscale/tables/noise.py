@@ -66,9 +66,13 @@ class Noise:
 
 
 def law_replicates(group: pd.DataFrame, replicates: Replicates) -> np.ndarray:
-    """The fitted quantity of a (family, dataset, metric, k) group on every replicate: [B, models]."""
+    """The fitted quantity of a (family, dataset, metric, k) group on every replicate: [B, models] (of one
+    stratum's tokens where the rows say which)."""
     metric = METRICS[group["metric"].iloc[0]]
     k = optional_int(group["k"].iloc[0])
-    columns = [replicates.at(m, d, metric.name, k) for m, d in zip(group["model"], group["dataset"], strict=True)]
+    # rows of one stratum (strata tables) carry each model's index of it (`Summary.strata`)
+    strata = group["stratum_index"].tolist() if "stratum_index" in group else [None] * len(group)
+    columns = [replicates.at(m, d, metric.name, k, s)
+               for m, d, s in zip(group["model"], group["dataset"], strata, strict=True)]  # fmt: skip
     with np.errstate(divide="ignore"):
         return metric.to_law(np.stack(columns, axis=1))

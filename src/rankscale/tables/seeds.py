@@ -20,7 +20,7 @@ from rankscale.bootstrap import has_replicas, seed_draws
 from rankscale.laws import FitForm, Points
 from rankscale.metrics import METRICS
 from rankscale.tables.base import Replicates, Table, TableInputs, law_parameters, typed, with_intervals
-from rankscale.tables.laws import GROUP, law_form
+from rankscale.tables.laws import GROUP, fit_or_note, law_form
 from rankscale.tables.noise import law_replicates
 from rankscale.tables.selection import FitIndex, LawKey, finals, optional_int
 
@@ -100,10 +100,9 @@ def seed_fits_table(
             points = Points.of(runs["S"].to_numpy())
             row: dict[str, Any] = {"family": family, "dataset": dataset, "metric": metric.law, "k": k,
                                    "seed": optional_int(seed), "n_models": len(runs)}  # fmt: skip
-            try:
-                law = form.fit(points, y)
-            except ValueError as exc:
-                per_seed.append({**row, "note": str(exc)})
+            law, note = fit_or_note(form, points, y)
+            if law is None:
+                per_seed.append({**row, "note": note})
                 continue
             refitted = form.fit_replicates(points, law_replicates(runs, replicates), law, refits)
             parameters, unidentified = law_parameters(form, law, refitted, level, float(np.median(y)))

@@ -11,6 +11,41 @@ import pandas as pd
 from rankscale.laws import FitForm, FittedLaw
 from rankscale.metrics import Metric, metric_for_law
 
+ONE_SIZE = "family has one size: no law"  # the note of a law (or a check of one) a family of one size cannot have
+
+
+def n_sizes(S: Any) -> int:
+    """Distinct model sizes among `S`: a law in S needs two."""
+    return len(np.unique(np.asarray(S, dtype=np.float64)))
+
+
+def size_note(S: Any) -> str:
+    """Why no law in S can be fitted to models of these sizes ('' when it can be tried): a table's `note`."""
+    return ONE_SIZE if n_sizes(S) < 2 else ""
+
+
+def single_size(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The final models' rows of the families with fewer than two sizes on their dataset: families without a law."""
+    rows = finals(metrics)
+    if rows.empty:
+        return rows
+    sizes = rows.groupby(["family", "dataset"])["S"].transform("nunique")
+    return rows[sizes < 2]
+
+
+def without_notes(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a table that hold numbers: those whose `note` is empty (every row of a table without notes)."""
+    if "note" not in frame:
+        return frame
+    return frame[frame["note"].fillna("").eq("")]
+
+
+def note_last(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with its `note` column (if any) last, wherever the first note row put it."""
+    if "note" not in frame:
+        return frame
+    return frame[[c for c in frame.columns if c != "note"] + ["note"]]
+
 
 def select(frame: pd.DataFrame, **match: Any) -> pd.DataFrame:
     """The rows of `frame` whose columns equal `match`; a None value matches a missing one (a metric without k)."""
@@ -91,7 +126,7 @@ class FitIndex:
         self._fits: dict[LawKey, LawFit] = {}
         if fits.empty:
             return
-        for _, row in fits[fits["note"].fillna("").eq("")].iterrows():
+        for _, row in without_notes(fits).iterrows():
             key = LawKey(row["family"], row["dataset"], row["metric"], optional_int(row["k"]))
             self._fits.setdefault(key, LawFit.of(row, form))
 

@@ -11,7 +11,7 @@ import pandas as pd
 from rankscale.laws import FORMS, Points, PowerLaw, fit_power_law
 from rankscale.metrics import METRICS
 from rankscale.tables.base import Replicates, Table, law_parameters, typed, with_intervals
-from rankscale.tables.laws import GROUP
+from rankscale.tables.laws import GROUP, fit_or_note
 from rankscale.tables.noise import law_replicates
 
 JOINT = FORMS["joint"]
@@ -77,10 +77,9 @@ def joint_fits_table(
         y = metric.to_law(group["value"].to_numpy(dtype=np.float64))
         row: dict[str, Any] = {"family": family, "dataset": dataset, "metric": metric.law, "k": k,
                                "n_points": len(group)}  # fmt: skip
-        try:
-            law = JOINT.fit(points, y)
-        except ValueError as exc:
-            rows.append({**row, "note": str(exc)})
+        law, note = fit_or_note(JOINT, points, y)
+        if law is None:
+            rows.append({**row, "note": note})
             continue
         refitted = JOINT.fit_replicates(points, law_replicates(group, replicates), law, refits)
         parameters, unidentified = law_parameters(JOINT, law, refitted, level, float(np.median(y)))

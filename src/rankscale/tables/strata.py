@@ -1,0 +1,194 @@
+"""strata.csv, strata_fits.csv, strata_contrasts.csv: which tokens carry the law (docs/science.md, "Strata").
+
+A stratum's metrics are the metrics of its tokens' totals (`rankscale.statistics.stratum_totals`), and
+its intervals and laws come from the same per-document replicates as every other number: its rows go
+through the same `fits_table`, with each model's stratum index beside them (`stratum_index`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rankscale.bootstrap import interval, p_value
+from rankscale.laws import FitForm, Points
+from rankscale.metrics import METRICS
+from rankscale.statistics import STRATA_TOKENS, TOKENS, stratum_totals
+from rankscale.strata import STRATA
+from rankscale.summary import Summary
+from rankscale.tables.base import Replicates, Table, TableInputs, typed
+from rankscale.tables.laws import LAW_SETTINGS, LawRefits, fit_or_note, fits_table, law_form
+from rankscale.tables.selection import finals, note_last, size_note
+
+STRATUM_METRICS = ("rbp", "ce")  # the metrics every stratum gets (RBP_k at the strata k)
+STRATUM_KEYS = ["kind", "stratum"]
+
+
+def stratum_rows(summaries: Iterable[Summary]) -> pd.DataFrame:
+    """One row per model x dataset x stratum x metric (x k): the stratum's point value, its token count and
+    share, and the model's index of the stratum (`stratum_index`, for its replicates)."""
+    rows = []
+    for s in summaries:
+        totals = s.totals()
+        n_all = float(np.asarray(totals[TOKENS]))
+        for index, stratum in enumerate(s.strata):
+            view = stratum_totals(totals, index)
+            n = int(np.asarray(view[TOKENS]))
+            base = {**s.columns(), "kind": stratum.kind, "stratum": stratum.label, "stratum_index": index,
+                    "n_stratum": n, "share": n / n_all}  # fmt: skip
+            for name in STRATUM_METRICS:
+                metric = METRICS[name]
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    values = np.atleast_1d(metric.compute(view))
+                ks: list[Any] = list(s.strata_k) if metric.per_k else [pd.NA]
+                for k, value in zip(ks, values, strict=True):
+                    rows.append({**base, "metric": name, "k": k, "value": float(value)})
+    return typed(pd.DataFrame(rows))
+
+
+def strata_table(summaries: Sequence[Summary], replicates: Replicates, level: float) -> pd.DataFrame:
+    """Per model x dataset x stratum: its share of the scored tokens and its RBP_k and CE, with intervals."""
+    frame = stratum_rows(summaries)
+    if frame.empty:
+        return frame
+    out = []
+    for row in frame.to_dict("records"):
+        key, index = (row["model"], row["dataset"]), int(row["stratum_index"])
+        totals = replicates.totals[key]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.asarray(totals[STRATA_TOKENS])[:, index] / np.asarray(totals[TOKENS])
+            values = replicates.at(*key, row["metric"], None if pd.isna(row["k"]) else int(row["k"]), index)
+        low, high = interval(values, level, row["value"])
+        share_low, share_high = interval(share, level, row["share"])
+        out.append({**row, "share_ci_low": float(share_low), "share_ci_high": float(share_high),
+                    "ci_low": float(low), "ci_high": float(high)})  # fmt: skip
+    columns = [c for c in out[0] if c != "stratum_index"]
+    return typed(pd.DataFrame(out))[columns]
+
+
+def strata_fits_table(
+    summaries: Sequence[Summary], form: FitForm, replicates: Replicates, level: float, refits: int, seed: int | None
+) -> pd.DataFrame:
+    """The law of every stratum: `fits_table` on each stratum's rows (final models), intervals from refits."""
+    rows = finals(stratum_rows(summaries))
+    if rows.empty:
+        return rows
+    parts = []
+    for (kind, stratum), frame in rows.groupby(STRATUM_KEYS, sort=False):
+        fits = fits_table(frame, form, replicates, level, refits, seed)
+        fits.insert(2, "kind", kind)
+        fits.insert(3, "stratum", stratum)
+        parts.append(fits)
+    return note_last(typed(pd.concat(parts, ignore_index=True)))
+
+
+def strata_contrasts_table(
+    summaries: Sequence[Summary], form: FitForm, replicates: Replicates, level: float, refits: int, seed: int | None
+) -> pd.DataFrame:
+    """Per family x dataset x kind x law: each stratum's exponent minus the reference stratum's (the kind's
+    `reference`: the most frequent tokens, the shortest contexts, words), refitted on the same replicates."""
+    assert form.exponent is not None, "strata contrasts compare exponents: a law form with one"
+    rows_all = finals(stratum_rows(summaries))
+    out: list[dict[str, Any]] = []
+    if rows_all.empty:
+        return pd.DataFrame()
+    for (family, dataset, kind), frame in rows_all.groupby(["family", "dataset", "kind"], sort=True):
+        if note := size_note(frame["S"]):
+            out.append({"family": family, "dataset": dataset, "kind": kind, "note": note})
+            continue
+        labels = list(dict.fromkeys(frame["stratum"]))
+        reference = labels[min(STRATA[kind].reference, len(labels) - 1)]
+        for (name, k), law_rows in frame.groupby(["metric", "k"], dropna=False, sort=True):
+            base = {"family": family, "dataset": dataset, "kind": kind, "metric": METRICS[name].law,
+                    "k": None if pd.isna(k) else int(k), "reference": reference}  # fmt: skip
+            fitted = {label: _exponents(law_rows[law_rows["stratum"] == label], replicates, form, refits, seed)
+                      for label in labels}  # fmt: skip
+            for label in labels:
+                if label == reference:
+                    continue
+                out.append({**base, "stratum": label, **_contrast(fitted[label], fitted[reference], level)})
+    return note_last(typed(pd.DataFrame(out)))
+
+
+def _exponents(
+    group: pd.DataFrame, replicates: Replicates, form: FitForm, refits: int, seed: int | None
+) -> tuple[float, np.ndarray, str] | str:
+    """(the exponent, its refits on every replicate, the noise label) of one stratum's law, or why not fitted."""
+    assert form.exponent is not None
+    group = group.sort_values("S", kind="stable")
+    metric = METRICS[group["metric"].iloc[0]]
+    y = metric.to_law(group["value"].to_numpy(dtype=np.float64))
+    law, note = fit_or_note(form, Points.of(group["S"].to_numpy()), y)
+    if law is None:
+        return note
+    refitted = LawRefits.of(group, replicates, form, law, refits, seed)
+    return float(law.row()[form.exponent]), refitted.params[form.exponent], refitted.noise.label
+
+
+def _contrast(
+    stratum: tuple[float, np.ndarray, str] | str, reference: tuple[float, np.ndarray, str] | str, level: float
+) -> dict[str, Any]:
+    """alpha(stratum) - alpha(reference) with its paired-bootstrap interval and p-value (both refitted on the
+    same document draws), or a note where either law could not be fitted."""
+    if isinstance(stratum, str) or isinstance(reference, str):
+        why = stratum if isinstance(stratum, str) else reference
+        return {"alpha": math.nan, "alpha_reference": math.nan, "difference": math.nan, "ci_low": math.nan,
+                "ci_high": math.nan, "p_value": math.nan, "note": f"no law: {why}"}  # fmt: skip
+    difference = stratum[1] - reference[1]
+    point = stratum[0] - reference[0]
+    low, high = interval(difference, level, point)
+    return {"alpha": stratum[0], "alpha_reference": reference[0], "difference": point, "ci_low": float(low),
+            "ci_high": float(high), "p_value": p_value(difference), "noise": stratum[2], "note": ""}  # fmt: skip
+
+
+def _settings(inputs: TableInputs) -> tuple[FitForm, Replicates, float, int, int | None]:
+    """What a strata law table is built with: the law form, the replicates, the level, refits and the seed."""
+    settings = inputs.settings
+    return law_form(inputs), inputs.needed(), inputs.level, int(settings.get("refits")), settings.get("seed")
+
+
+TABLES = [
+    Table(
+        name="strata",
+        build=lambda inputs: strata_table(inputs.summaries, inputs.needed(), inputs.level),
+        resampled=True,
+        settings=("level",),
+        caption=(
+            "Metrics by stratum of the scored tokens (``analysis.strata``), per model and dataset: ``kind`` is the "
+            "partition (``frequency``: the target's frequency rank among the dataset's scored targets; ``context``: "
+            "tokens before the target in its window; ``kind``: what the target token is), ``stratum`` its bin. "
+            "``n_stratum`` and ``share``: the stratum's scored tokens and their share of the model's; ``metric = "
+            "rbp``: RBP_k at the k of ``analysis.law_k``; ``metric = ce``: cross-entropy (nats). Intervals: the "
+            "document bootstrap, the same draws as every other table."
+        ),
+    ),
+    Table(
+        name="strata_fits",
+        build=lambda inputs: strata_fits_table(inputs.summaries, *_settings(inputs)),
+        resampled=True,
+        settings=LAW_SETTINGS,
+        caption=(
+            "The law of each stratum (``analysis.law_form``, as powerlaw_fits.csv) per family, dataset, stratum "
+            "kind, stratum, metric and k: y = -log RBP_k of the stratum's tokens (``metric = neg_log_rbp``) or their "
+            "cross-entropy (``metric = ce``) against S, with intervals from refitting on every bootstrap replicate. "
+            "A ``note`` says why a row was not fitted (one size, or RBP_k = 1 in the stratum)."
+        ),
+    ),
+    Table(
+        name="strata_contrasts",
+        build=lambda inputs: strata_contrasts_table(inputs.summaries, *_settings(inputs)),
+        resampled=True,
+        settings=LAW_SETTINGS,
+        caption=(
+            "Do strata scale differently? Per family, dataset, stratum kind and law: the exponent of each stratum "
+            "minus that of the kind's ``reference`` stratum (the most frequent tokens, the shortest contexts, "
+            "words), both refitted on the same resampled documents: paired-bootstrap interval and two-sided "
+            "p-value. Compare the rows of ``metric = neg_log_rbp`` with those of ``metric = ce`` to see whether the "
+            "relative-based and the absolute metric disagree by stratum."
+        ),
+    ),
+]

@@ -1,0 +1,173 @@
+"""What a target token is: one of `KINDS` per token id, the same meaning under every tokenizer.
+
+A token's kind comes from its own text (`token_text`), so the raw vocabulary piece has its
+scheme's markers turned back into the characters they stand for:
+
+- byte-level BPE (GPT-2, GPT-NeoX, Llama 3, Qwen, SmolLM2): every byte is a printable stand-in
+  (`Ġ` space, `Ċ` newline, `ĉ` tab, ...); the inverse of GPT-2's `bytes_to_unicode` gives the bytes,
+  decoded as UTF-8 with errors='replace', so a partial UTF-8 sequence keeps a U+FFFD;
+- SentencePiece / Metaspace (Llama 2, Gemma, Mistral): `▁` is a space and a whole `<0xNN>`
+  byte-fallback piece is that byte (again U+FFFD unless it is ASCII);
+- WordPiece: the `##` continuation prefix is dropped.
+The scheme is read from the tokenizer's decoder/pre-tokenizer (or, without a Rust backend, from
+its vocabulary), never from its name. Added tokens are their literal content.
+
+Kinds (`classify`); whitespace (`str.isspace`) anywhere in a piece is ignored, the rest decides:
+- whitespace: nothing but whitespace (spaces, indentation, newlines);
+- number: decimal digits only (" 7", "123"); "1.5" or "1,000" mix digits and punctuation: other;
+- word: letters, combining marks, digits and `_`, at least one letter or `_` ("Ġthe", "_init", "中文",
+  and identifier-like "0x", "2nd", "x1");
+- punctuation: Unicode punctuation or symbols only (P*, S*: "):", " ==", "\\n}", emoji);
+- other: special tokens (`all_special_ids` and added tokens flagged special), the empty text,
+  anything holding U+FFFD (byte fragments), control characters, mixed pieces ("a(", "<unused0>").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rankscale.atomic import write_json, write_npz
+
+KINDS: tuple[str, ...] = ("whitespace", "word", "number", "punctuation", "other")
+KIND_INDEX = {kind: i for i, kind in enumerate(KINDS)}
+BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+
+@cache
+def _byte_level_table() -> dict[int, int]:
+    """GPT-2's bytes_to_unicode, inverted, for the stand-ins that are not the byte's own code point."""
+    kept = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    shifted = [b for b in range(256) if b not in kept]
+    return {256 + n: b for n, b in enumerate(shifted)}
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """How a tokenizer writes text into its pieces: 'byte_level', 'metaspace', 'wordpiece' or 'raw'."""
+
+    name: str
+    marker: str = ""
+
+
+def _components(state: Any) -> list[dict[str, Any]]:
+    """Every component of a serialised decoder/pre-tokenizer, Sequences flattened."""
+    if isinstance(state, dict):
+        return [state, *(c for v in state.values() for c in _components(v))]
+    return [c for v in state for c in _components(v)] if isinstance(state, list) else []
+
+
+def scheme(tokenizer: Any) -> Scheme:
+    """The marker scheme, from the Rust backend's decoder and pre-tokenizer (vocabulary otherwise)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:  # a Python tokenizer: the markers its vocabulary uses
+        pieces = list(tokenizer.get_vocab())
+        counts = {m: sum(m in p for p in pieces) for m in ("Ġ", "▁", "##")}
+        best = max(counts, key=lambda m: counts[m])
+        if counts[best] == 0:
+            return Scheme("raw")
+        return {"Ġ": Scheme("byte_level"), "▁": Scheme("metaspace", "▁"), "##": Scheme("wordpiece", "##")}[best]
+    parts = [json.loads(p.__getstate__()) for p in (backend.decoder, backend.pre_tokenizer) if p is not None]
+    comps = _components(parts)
+    for c in comps:
+        if c.get("type") == "ByteLevel":
+            return Scheme("byte_level")
+    for c in comps:
+        if c.get("type") == "Metaspace":
+            return Scheme("metaspace", c.get("replacement", "▁"))
+        if c.get("type") == "Replace" and c.get("content") == " " and "String" in c.get("pattern", {}):
+            return Scheme("metaspace", c["pattern"]["String"])
+        if c.get("type") == "WordPiece":
+            return Scheme("wordpiece", c.get("prefix", "##"))
+    if type(backend.model).__name__ == "WordPiece":
+        return Scheme("wordpiece", backend.model.continuing_subword_prefix)
+    return Scheme("raw")
+
+
+def piece_text(sch: Scheme, piece: str) -> str:
+    """A vocabulary piece's text under `sch` (not for added tokens, whose content is already text)."""
+    if sch.name == "byte_level":
+        try:
+            return piece.translate(_byte_level_table()).encode("latin-1").decode("utf-8", errors="replace")
+        except UnicodeEncodeError:  # not a byte-level piece after all
+            return piece
+    if sch.name == "metaspace":
+        byte = BYTE_PIECE.fullmatch(piece)
+        if byte:
+            return bytes([int(byte.group(1), 16)]).decode("utf-8", errors="replace")
+        return piece.replace(sch.marker, " ")
+    if sch.name == "wordpiece":
+        return piece.removeprefix(sch.marker)
+    return piece
+
+
+def special_ids(tokenizer: Any) -> set[int]:
+    """Ids that are control tokens, not text: `all_special_ids` plus added tokens flagged special."""
+    added = {i for i, tok in tokenizer.added_tokens_decoder.items() if tok.special}
+    return added | set(tokenizer.all_special_ids)
+
+
+def token_text(tokenizer: Any, token_id: int) -> str:
+    """The text token `token_id` stands for, leading space included (`decode` drops it for SentencePiece)."""
+    added = tokenizer.added_tokens_decoder.get(token_id)
+    if added is not None:
+        return added.content
+    return piece_text(scheme(tokenizer), tokenizer.convert_ids_to_tokens(token_id) or "")
+
+
+def _is_letter(c: str) -> bool:
+    return c.isalpha() or c == "_" or unicodedata.category(c)[0] == "M"
+
+
+def classify(text: str) -> str:
+    """The kind (one of `KINDS`) of a piece's text; special tokens are `kind_table`'s business."""
+    core = "".join(c for c in text if not c.isspace())
+    if not text or "\ufffd" in text:
+        return "other"
+    if not core:
+        return "whitespace"
+    if core.isdecimal():
+        return "number"
+    if all(_is_letter(c) or c.isalnum() for c in core) and any(_is_letter(c) for c in core):
+        return "word"
+    if all(unicodedata.category(c)[0] in "PS" for c in core):
+        return "punctuation"
+    return "other"
+
+
+def kind_table(tokenizer: Any) -> np.ndarray:
+    """uint8 [len(tokenizer)]: the `KINDS` index of every token id; special tokens are 'other'."""
+    sch, n = scheme(tokenizer), len(tokenizer)
+    added = {i: tok.content for i, tok in tokenizer.added_tokens_decoder.items()}
+    special = special_ids(tokenizer)
+    pieces = tokenizer.convert_ids_to_tokens(list(range(n)))
+    table = np.empty(n, dtype=np.uint8)
+    for i, piece in enumerate(pieces):
+        if i in special:
+            table[i] = KIND_INDEX["other"]
+        else:
+            text = added[i] if i in added else piece_text(sch, piece or "")
+            table[i] = KIND_INDEX[classify(text)]
+    return table
+
+
+def save_kind_table(table: np.ndarray, path: str | Path, tokenizer: str) -> None:
+    """Write a tokenizer's kind table (atomically), with the kinds' names so a reader checks what the codes mean."""
+    write_npz(path, kinds=table.astype(np.uint8), names=np.array(KINDS))
+    write_json(f"{path}.json", {"tokenizer": tokenizer, "vocab_size": int(table.size),
+                                "counts": {k: int((table == i).sum()) for i, k in enumerate(KINDS)}})  # fmt: skip
+
+
+def load_kind_table(path: str | Path) -> np.ndarray:
+    """A kind table written by `save_kind_table`; refused if its kinds are not these (an older rankscale's)."""
+    with np.load(path) as data:
+        if [str(n) for n in data["names"]] != list(KINDS):
+            raise ValueError(f"{path}: token kinds {list(data['names'])} are not {list(KINDS)}; delete it and rerun")
+        return data["kinds"]
