@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from rankscale.config import ConfigError, dataset_spec, validate
+from rankscale.formats import RANK_FORMAT
 from rankscale.identity import RankIdentity
 from rankscale.plan import build_plan, ladder_dir
 from tests.conftest import REPO
@@ -73,20 +74,23 @@ def test_one_bad_extraction_value_gives_one_line() -> None:
 
 
 def test_identity_reads_a_sidecar_written_before_it_existed() -> None:
-    """Sidecars of earlier versions hold the same identity: upgrading recomputes no rank array."""
+    """Sidecars of earlier versions hold the same identity but for a format bump, which is said by name."""
     old = json.loads((REPO / "tests/data/sidecar_before_identity.json").read_text())
     identity = build_plan(DEFAULT)["ladder-l4-d256"].identity("humaneval")
     # the ladder has since moved to resources/ladder/<key>/ (one per configuration): a new location
     ladder = ladder_dir(DEFAULT)
     old.update(location=f"{ladder}/models/ladder-l4-d256", tokenizer=f"{ladder}/tokenizer")
-    assert identity.diff(RankIdentity.from_sidecar(old)) == []
-    assert all(old[key] == value for key, value in identity.sidecar().items())
-    # the params Snakemake compares: the same content as before, keys now sorted
+    # the one difference is the rank format's bump (2: documents begin with their tokenizer's start tokens),
+    # which recomputes the array by design
+    assert identity.diff(RankIdentity.from_sidecar(old)) == [f"rank_format: array has 1, config says {RANK_FORMAT.version}"]
+    assert all(old[key] == value for key, value in identity.sidecar().items() if key != "rank_format")
+    # the params Snakemake compares: the same content as before (and the format), keys now sorted
     assert identity.params() == {
         "dtype": "float32",
         "location": f"{ladder}/models/ladder-l4-d256",
         "max_length": 128,
         "max_windows_per_doc": None,
+        "rank_format": RANK_FORMAT.version,
         "revision": None,
         "stride": None,
         "ties": "ge",

@@ -190,8 +190,8 @@ def test_polypythia_plans_offline(tmp_path) -> None:
     for key, n in jobs.items():
         by_rule[key.split("[")[0]] = by_rule.get(key.split("[")[0], 0) + n
     # one tokenizer (pythia-14m's) for all 50 runs, on the paper's 8 datasets
-    assert by_rule == {"corpus": 8, "tokenize": 8, "extract": 400, "summarize": 400, "table": len(TABLES),
-                       "figure": len(FIGURES), "all": 1}  # fmt: skip
+    assert by_rule == {"corpus": 8, "tokenize": 8, "token_kinds": 1, "extract": 400, "summarize": 400,
+                       "table": len(TABLES), "figure": len(FIGURES), "all": 1}  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ class Scored:
     ks: Sequence[int]  # the k grid
     emergence_k: Sequence[int]  # k of the N-token run analysis
     emergence_n: Sequence[int]  # run lengths N
-    strata: np.ndarray | None = None  # [tokens, stratum kinds]: each token's stratum of each kind (`rankscale.strata`)
+    stratum_index: np.ndarray | None = None  # [tokens, stratum kinds]: each token's stratum of each kind
     n_strata: int = 0  # the strata of every kind, numbered in one list
     strata_k: Sequence[int] = ()  # the k of each stratum's hits
 
@@ -89,8 +89,8 @@ def _by_stratum(scored: Scored, weights: np.ndarray | None) -> np.ndarray:
     """[documents, strata]: a per-token quantity summed over each document's tokens of each stratum (each kind
     partitions the tokens, and its strata have their own columns)."""
     out = np.zeros(scored.n_rows * scored.n_strata)
-    for kind in range(0 if scored.strata is None else scored.strata.shape[1]):
-        cell = scored.row * scored.n_strata + scored.strata[:, kind]
+    for kind in range(0 if scored.stratum_index is None else scored.stratum_index.shape[1]):
+        cell = scored.row * scored.n_strata + scored.stratum_index[:, kind]
         out += np.bincount(cell, weights=weights, minlength=out.size)
     return out.reshape(scored.n_rows, scored.n_strata)
 
@@ -106,8 +106,8 @@ def _strata_logprob(scored: Scored) -> np.ndarray:
 def _strata_hits(scored: Scored) -> np.ndarray:
     """[documents, strata, strata k]: tokens of each document and stratum ranked within the top-k."""
     out = np.zeros((scored.n_rows * scored.n_strata, len(scored.strata_k)), dtype=np.int64)
-    for kind in range(0 if scored.strata is None else scored.strata.shape[1]):
-        cell = scored.row * scored.n_strata + scored.strata[:, kind]
+    for kind in range(0 if scored.stratum_index is None else scored.stratum_index.shape[1]):
+        cell = scored.row * scored.n_strata + scored.stratum_index[:, kind]
         out += hits_per_document(scored.rank, cell, len(out), list(scored.strata_k))
     return out.reshape(scored.n_rows, scored.n_strata, len(scored.strata_k))
 

@@ -132,12 +132,12 @@ def per_document(
     ks: list[int],
     emergence_k: list[int],
     emergence_n: list[int],
-    strata: tuple[np.ndarray, int, list[int]] | None = None,
+    stratified: tuple[np.ndarray, int, list[int]] | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """(documents, statistics): every per-document statistic, one row per scored document (token-file order);
-    `strata`: each token's stratum of each kind, the number of strata and their k (`rankscale.strata.assign`)."""
+    `stratified`: each token's stratum of each kind, the number of strata and their k (`rankscale.strata.assign`)."""
     docs, row = np.unique(arrays.doc, return_inverse=True)
-    index, n_strata, strata_k = strata if strata is not None else (None, 0, [])
+    index, n_strata, strata_k = stratified if stratified is not None else (None, 0, [])
     scored = Scored(arrays.rank, arrays.logprob, row, len(docs), segment_starts(arrays.doc, arrays.pos), ks,
                     emergence_k, emergence_n, index, n_strata, strata_k)  # fmt: skip
     return docs, {statistic.name: statistic.per_document(scored) for statistic in document_statistics()}
@@ -208,7 +208,7 @@ def summarize(
         ties=meta["ties"],
         rank_sha256=meta[OWN_SHA],
         quantization=meta.get("quantization"),
-        strata=strata,
+        strata_columns=strata,
         strata_k=strata_k,
     )
     boot = {

@@ -99,7 +99,7 @@ class Summary:
     ties: str
     rank_sha256: str
     files: dict[str, str] = field(default_factory=dict)  # sha256 of the histogram and replicate files, by kind
-    strata: list[Stratum] = field(default_factory=list)  # every stratum of every kind: the strata_* sums' columns
+    strata_columns: list[Stratum] = field(default_factory=list)  # every stratum of every kind: the strata_* sums' columns
     strata_k: list[int] = field(default_factory=list)  # the k of the strata's hits
     quantization: str | None = None  # a GGUF model's quantization type (e.g. 'Q4_1'): its ranks are those of the dequantized weights
 
@@ -139,7 +139,7 @@ class Summary:
             distribution=self.distribution.to_json(),
             rank_tests={name: asdict(test) for name, test in self.rank_tests.items()},
             runs=[asdict(r) for r in self.runs],
-            strata=[asdict(s) for s in self.strata],
+            strata_columns=[asdict(s) for s in self.strata_columns],
         )
         return out
 
@@ -152,7 +152,7 @@ class Summary:
                 "distribution": Distribution.from_json(data["distribution"]),
                 "rank_tests": {name: RankTest(**test) for name, test in data["rank_tests"].items()},
                 "runs": [RunRate(**r) for r in data["runs"]],
-                "strata": [Stratum(**s) for s in data.get("strata", [])],
+                "strata_columns": [Stratum(**s) for s in data.get("strata_columns", [])],
             }
         )
 

@@ -62,7 +62,7 @@ class Replicates:
         return METRICS[name].compute(totals if stratum is None else stratum_totals(totals, stratum))
 
     def at(self, model: str, dataset: str, name: str, k: int | None = None, stratum: int | None = None) -> np.ndarray:
-        """Replicate values [B] of one metric (at k), of all tokens or of one stratum's (`Summary.strata` index)."""
+        """Replicate values [B] of one metric (at k), of all tokens or of one stratum's (`Summary.strata_columns` index)."""
         values = self.metric(model, dataset, name, stratum)
         if k is None:
             return values

@@ -70,7 +70,7 @@ def law_replicates(group: pd.DataFrame, replicates: Replicates) -> np.ndarray:
     stratum's tokens where the rows say which)."""
     metric = METRICS[group["metric"].iloc[0]]
     k = optional_int(group["k"].iloc[0])
-    # rows of one stratum (strata tables) carry each model's index of it (`Summary.strata`)
+    # rows of one stratum (strata tables) carry each model's index of it (`Summary.strata_columns`)
     strata = group["stratum_index"].tolist() if "stratum_index" in group else [None] * len(group)
     columns = [replicates.at(m, d, metric.name, k, s)
                for m, d, s in zip(group["model"], group["dataset"], strata, strict=True)]  # fmt: skip

@@ -35,7 +35,7 @@ def stratum_rows(summaries: Iterable[Summary]) -> pd.DataFrame:
     for s in summaries:
         totals = s.totals()
         n_all = float(np.asarray(totals[TOKENS]))
-        for index, stratum in enumerate(s.strata):
+        for index, stratum in enumerate(s.strata_columns):
             view = stratum_totals(totals, index)
             n = int(np.asarray(view[TOKENS]))
             base = {**s.columns(), "kind": stratum.kind, "stratum": stratum.label, "stratum_index": index,
