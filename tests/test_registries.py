@@ -1,30 +1,39 @@
-"""The four recipes of CONTRIBUTING.md, followed to the letter: each marked code block of that file is
-copied into a copy of the workflow exactly as written there, and the real rules run on it.
+"""The five recipes of CONTRIBUTING.md, followed to the letter: each marked code block of that file is
+copied into a copy of the workflow exactly as written there (a configuration block is merged into the
+configuration run), and the real rules run on it.
 
 A new metric (the mean reciprocal rank, a genuinely new per-document statistic), a new fit form
-(y = a + b log S), a new dataset source and a new figure: each must come out of the real workflow
-with its values checked against brute force.
+(y = a + b log S), a new dataset source, a new figure and a new stratum kind (in-context repeats): each
+must come out of the real workflow with its values checked against brute force.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
+from rankscale.config import ConfigError, load_yaml, validate
+from rankscale.plan.checks import check_analysis
 from rankscale.rankfile import load_rank_arrays
 from rankscale.tables import read_table
-from tests.conftest import REPO, copy_run, job_key, planned_jobs, snakemake
+from rankscale.tokens import load_tokens
+from rankscale.windows import WindowSpec, plan_windows
+from tests.conftest import REPO, copy_run, copy_workflow, job_key, planned_jobs, snakemake
 
 pytestmark = pytest.mark.slow
 
-RECIPE = re.compile(r"<!-- recipe (\w+): (\S+) (append|create|defs) -->\n```\w+\n(.*?)```", re.DOTALL)
+RECIPE = re.compile(r"<!-- recipe (\w+): (\S+) (append|create|defs|config) -->\n```\w+\n(.*?)```", re.DOTALL)
 
 
 def recipes() -> list[tuple[str, str, str, str]]:
@@ -33,8 +42,11 @@ def recipes() -> list[tuple[str, str, str, str]]:
 
 
 def apply(work: Path, path: str, how: str, code: str) -> None:
-    """What the recipe says to do with the block: append it to a file, create a file, or add schema $defs."""
+    """What the recipe says to do with the block: append it to a file, create a file, or add schema $defs (a
+    configuration block is merged into the configuration the test runs instead: `configured`)."""
     target = work / path
+    if how == "config":
+        return
     if how == "create":
         assert not target.exists(), f"{path} exists already: the recipe would overwrite it"
         target.write_text(code)
@@ -46,9 +58,25 @@ def apply(work: Path, path: str, how: str, code: str) -> None:
         target.write_text(yaml.safe_dump(schema, sort_keys=False))
 
 
+def merged(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `update` merged in: mappings key by key, any other value replaced."""
+    out = copy.deepcopy(base)
+    for key, value in update.items():
+        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def configured(config: dict[str, Any], recipe: str | None = None) -> dict[str, Any]:
+    """`config` with the configuration blocks of every recipe (or of `recipe`) merged in, as a user adds them."""
+    for name, _, how, code in recipes():
+        if how == "config" and recipe in (None, name):
+            config = merged(config, yaml.safe_load(code))
+    return config
+
+
 def test_every_recipe_has_its_blocks() -> None:
     found = {name for name, *_ in recipes()}
-    assert found == {"metric", "form", "source", "figure"}, found
+    assert found == {"metric", "form", "source", "figure", "stratum"}, found
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +85,7 @@ def extended(smoke_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Simpl
     work = copy_run(smoke_run, tmp_path_factory.mktemp("registries") / "run")
     for _, path, how, code in recipes():
         apply(work, path, how, code)
-    config = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+    config = configured(yaml.safe_load((REPO / "config/smoke.yaml").read_text()))
     config["datasets"]["toy"] = {"source": "toy", "count": 30}
     config.setdefault("analysis", {})["forms"] = ["power_law", "log_linear"]
     (work / "config/toy.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
@@ -161,3 +189,153 @@ def test_a_new_fit_form_can_be_the_law_form_everywhere(extended):
     assert emergence["fitted"].notna().any()
     assert read_table(extended.work / "results/tables/exponent_contrasts.csv").empty  # no exponent to compare
     assert isinstance(fits, pd.DataFrame)
+
+
+# --- a new stratum kind: in-context repeats ------------------------------------------------------------------
+
+
+def brute_repeats(
+    ids: list[np.ndarray], first: np.ndarray, spec: WindowSpec, doc: np.ndarray, pos: np.ndarray
+) -> np.ndarray:
+    """Per scored target (doc, pos), 1 where its id occurs earlier in the window that scored it, at a position that
+    is itself a target (the document's first scored position or later), by the windows of the true lengths."""
+    w = plan_windows(np.array([len(x) for x in ids]), spec, first)
+    start = {(int(d), p): int(s) for d, s, f, e in zip(w.doc, w.start, w.score_from, w.end, strict=True)
+             for p in range(int(f), int(e))}  # fmt: skip
+    out = []
+    for d, p in zip(doc.tolist(), pos.tolist(), strict=True):
+        earlier = ids[d][max(start[(d, p)], int(first[d])) : p]
+        out.append(int((earlier == ids[d][p]).any()))
+    return np.array(out, dtype=np.int64)
+
+
+STRATUM_SCRIPT = """
+import json, sys
+import numpy as np
+from rankscale.config import validate
+from rankscale.identity import OWN_SHA
+from rankscale.plan.checks import check_analysis
+from rankscale.rankfile import RankArrays
+from rankscale.strata import StrataSettings
+from rankscale.summary import ModelInfo, Resampling, SummarySettings, summarize
+from rankscale.windows import WindowSpec
+
+work = sys.argv[1]
+config = validate(json.loads(open(f"{work}/config.json").read()))
+check_analysis(config)  # the recipe's kind is known now
+data = np.load(f"{work}/arrays.npz")
+arrays = RankArrays(*(data[k] for k in ("rank", "logprob", "doc", "pos", "target")))
+analysis = config["analysis"]
+strata = StrataSettings(analysis["strata"], analysis["strata_bins"], [1, 10])
+settings = SummarySettings(4, [1, 10], [1], [1], [1, 10], 40, 0, True, 0, strata)
+meta = {"vocab_size": 64, "model": "m", "dataset": "d", "S": 10**6, "ties": "ge", OWN_SHA: "m"}
+n = int(data["n_docs"])
+summary, _, boot = summarize(arrays, meta, settings, Resampling(np.arange(n), n, 40, 0, "f", "d"),
+                             ModelInfo("f", None, "m", True, None, "m"), WindowSpec(*json.loads(sys.argv[2])),
+                             data["kind_table"])
+open(f"{work}/summary.json", "w").write(json.dumps(summary.to_json()))
+np.savez(f"{work}/boot.npz", **boot)
+"""
+
+
+def test_a_new_stratum_kind_partitions_the_tokens_of_a_summary(tmp_path: Path) -> None:
+    """The stratum recipe's blocks applied to a copy of the workflow: its configuration is refused without them and
+    accepted with them, and a summary computed with the kind holds its two strata, which partition the tokens (per
+    document, in total, in every replicate) exactly as brute force from the token ids says."""
+    work = copy_workflow(tmp_path / "wf")
+    for name, path, how, code in recipes():
+        if name == "stratum":
+            apply(work, path, how, code)
+    config = configured(load_yaml(REPO / "config/smoke.yaml"), "stratum")
+    assert config["analysis"]["strata"][-1] == "repeat"
+    with pytest.raises(ConfigError, match=r"analysis\.strata\[3\]: unknown stratum kind 'repeat'"):
+        check_analysis(validate(copy.deepcopy(config)))  # this package, without the recipe
+
+    # documents of a small vocabulary (repeats abound), every third after a BOS, some cut by max_windows_per_doc
+    rng = np.random.default_rng(0)
+    spec = WindowSpec(max_length=24, stride=8, max_windows_per_doc=4)
+    first = np.where(np.arange(60) % 3 == 0, 2, 1)
+    ids = [np.concatenate([[63] if f == 2 else [], rng.integers(0, 30, rng.integers(2, 90))]).astype(np.int64)
+           for f in first]  # fmt: skip
+    w = plan_windows(np.array([len(x) for x in ids]), spec, first)
+    doc = np.concatenate([np.full(e - f, d) for d, f, e in zip(w.doc, w.score_from, w.end, strict=True)])
+    pos = np.concatenate([np.arange(f, e) for f, e in zip(w.score_from, w.end, strict=True)])
+    target = np.array([ids[d][p] for d, p in zip(doc, pos, strict=True)])
+    rank = rng.integers(1, 65, doc.size)
+    arrays = {"rank": rank, "logprob": -np.log(rank) - 0.1, "doc": doc, "pos": pos, "target": target}
+    types = {"rank": np.uint32, "logprob": np.float32, "doc": np.uint32, "pos": np.uint32, "target": np.uint32}
+    np.savez(tmp_path / "arrays.npz", **{k: v.astype(types[k]) for k, v in arrays.items()}, n_docs=len(ids),
+             kind_table=rng.integers(0, 5, 64).astype(np.uint8))  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    windows = json.dumps([spec.max_length, spec.stride, spec.max_windows_per_doc])
+    result = subprocess.run([sys.executable, "-c", STRATUM_SCRIPT, str(tmp_path), windows], cwd=tmp_path,
+                            env={"PYTHONPATH": str(work / "src"), "PATH": "/usr/bin:/bin"},
+                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-5000:]
+
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    boot = np.load(tmp_path / "boot.npz")
+    labels = [(s["kind"], s["label"]) for s in summary["strata_columns"]]
+    cols = [i for i, (kind, _) in enumerate(labels) if kind == "repeat"]
+    assert [labels[i] for i in cols] == [("repeat", "first"), ("repeat", "repeat")] and cols[-1] == len(labels) - 1
+    brute = brute_repeats(ids, first, spec, doc, pos)
+    # the window matters: some ids recur earlier in their document but before their window; some only after a BOS
+    in_document = np.array([(ids[d][int(first[d]) : p] == ids[d][p]).any() for d, p in zip(doc, pos, strict=True)])
+    assert (in_document & (brute == 0)).any() and 0 < brute.mean() < 1
+    sums = summary["sums"]
+    np.testing.assert_array_equal(np.asarray(sums["strata_n"])[cols], np.bincount(brute, minlength=2))
+    for j, k in enumerate(summary["strata_k"]):
+        hits = np.bincount(brute, weights=rank <= k, minlength=2)
+        np.testing.assert_array_equal(np.asarray(sums["strata_hits"])[cols, j], hits)
+        assert hits.sum() == sums["hits"][summary["k"].index(k)]
+    assert sum(np.asarray(sums["strata_n"])[cols]) == sums["n"] == doc.size
+    np.testing.assert_array_equal(boot["doc_strata_n"][:, cols].sum(axis=1), boot["doc_n"])
+    np.testing.assert_array_equal(boot["rep_strata_n"][:, cols].sum(axis=1), boot["rep_n"])
+    at_strata_k = [summary["k"].index(k) for k in summary["strata_k"]]
+    np.testing.assert_array_equal(boot["rep_strata_hits"][:, cols].sum(axis=1), boot["rep_hits"][:, at_strata_k])
+
+
+def test_a_new_stratum_kind_runs_through_the_workflow(extended):
+    """With the recipe's kind in `analysis.strata`, every summary of the real run holds its strata as brute force
+    from the token files says, and the strata tables give them intervals, laws and the contrast repeat - first."""
+    work = extended.work
+    models, datasets = models_of(extended.config), list(extended.config["datasets"])
+    for dataset in datasets:
+        (token_file,) = (work / "results/tokens").glob(f"*/{dataset}.npz")  # the ladder's one tokenizer
+        tokens = load_tokens(token_file)
+        ids = [tokens.doc(d).astype(np.int64) for d in range(len(tokens.offsets) - 1)]
+        for model in models:
+            ranks = work / f"results/ranks/{model}/{dataset}"
+            arrays, meta = load_rank_arrays(f"{ranks}.npz", f"{ranks}.json")
+            assert all(
+                ids[d][p] == t
+                for d, p, t in zip(arrays.doc.tolist(), arrays.pos.tolist(), arrays.target.tolist(), strict=True)
+            )
+            spec = WindowSpec(**meta["windows"])
+            brute = brute_repeats(ids, tokens.first_targets(), spec, arrays.doc, arrays.pos)
+            summary = json.loads((work / f"results/summary/{model}/{dataset}.json").read_text())
+            labels = [(s["kind"], s["label"]) for s in summary["strata_columns"]]
+            cols = [i for i, (kind, _) in enumerate(labels) if kind == "repeat"]
+            assert [labels[i] for i in cols] == [("repeat", "first"), ("repeat", "repeat")]
+            np.testing.assert_array_equal(
+                np.asarray(summary["sums"]["strata_n"])[cols], np.bincount(brute, minlength=2)
+            )
+            assert sum(np.asarray(summary["sums"]["strata_n"])[cols]) == summary["n_tokens"]
+            assert brute.sum() > 0.05 * brute.size  # code and prose repeat themselves
+    strata = read_table(work / "results/tables/strata.csv")
+    repeat = strata[strata["kind"] == "repeat"]
+    assert set(zip(repeat["model"], repeat["dataset"], strict=True)) == {(m, d) for m in models for d in datasets}
+    assert set(repeat["stratum"]) == {"first", "repeat"}
+    assert ((repeat["ci_low"] <= repeat["value"]) & (repeat["value"] <= repeat["ci_high"])).all()
+    shares = repeat[repeat["metric"] == "ce"].groupby(["model", "dataset"])["share"].sum()
+    np.testing.assert_allclose(shares.to_numpy(), 1.0, rtol=0, atol=1e-12)
+    contrasts = read_table(work / "results/tables/strata_contrasts.csv")
+    repeat = contrasts[contrasts["kind"] == "repeat"]
+    assert set(repeat["dataset"]) == set(datasets)
+    assert set(repeat["reference"]) == {"first"} and set(repeat["stratum"]) == {"repeat"}
+    fitted = repeat[repeat["note"].fillna("") == ""]
+    assert (
+        len(fitted) and ((fitted["ci_low"] <= fitted["difference"]) & (fitted["difference"] <= fitted["ci_high"])).all()
+    )
+    fits = read_table(work / "results/tables/strata_fits.csv")
+    assert set(fits.loc[fits["kind"] == "repeat", "stratum"]) == {"first", "repeat"}

@@ -24,15 +24,9 @@ from rankscale.plots.laws import fig_extrapolation, fig_r2_alpha, fig_rbp1, law_
 from rankscale.statistics import Totals
 from rankscale.summary import Summary
 from rankscale.tables import TABLES, Replicates, read_table
+from rankscale.tables.cross_family import NO_LAW_FAMILY, cross_family_table
 from rankscale.tables.emergence import emergence_laws_table
-from rankscale.tables.laws import (
-    NO_LAW_FAMILY,
-    TWO_SIZES,
-    contrasts_table,
-    cross_family_table,
-    extrapolation_table,
-    fits_table,
-)
+from rankscale.tables.laws import TWO_SIZES, contrasts_table, extrapolation_table, fits_table
 from rankscale.tables.metrics import metrics_table
 from rankscale.tables.selection import ONE_SIZE
 from rankscale.tables.training import joint_fits_table

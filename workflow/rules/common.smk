@@ -30,6 +30,7 @@ from rankscale.plan import (  # noqa: E402
     unpinned,
 )
 from rankscale.plots import FIGURES  # noqa: E402
+from rankscale.strata import STRATA  # noqa: E402
 from rankscale.tables import TABLES  # noqa: E402
 
 try:
@@ -109,8 +110,9 @@ def extract_inputs(wc):
 
 
 def kind_table_input(wc):
-    """The token kinds of the model's tokenizer (rule token_kinds), which the `kind` stratum reads."""
-    return [f"results/token_kinds/{PLAN[wc.model].tokenizer_key}.npz"] if "kind" in config["analysis"]["strata"] else []
+    """The token kinds of the model's tokenizer (rule token_kinds), where a stratum kind reads them."""
+    needed = any(STRATA[name].needs_kind_table for name in config["analysis"]["strata"])
+    return [f"results/token_kinds/{PLAN[wc.model].tokenizer_key}.npz"] if needed else []
 
 
 def family_token_files(wc):

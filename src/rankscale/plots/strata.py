@@ -117,15 +117,20 @@ def _strata_panel(
                          ms=5, label=f"exponent of {name}")  # fmt: skip
     ax.axhline(0.0, color="0.3", lw=0.8, zorder=0)
     ax.set_xticks(
-        range(len(shown)), shown, rotation=25 if kind == "kind" else 0, ha="right" if kind == "kind" else "center"
+        range(len(shown)),
+        shown,
+        rotation=25 if kind == "kind" else 0,
+        ha="right" if kind == "kind" else "center",
+        rotation_mode="anchor",
     )
     ax.set_xlim(-0.5, max(len(shown), 1) - 0.5)
     ax.set_xlabel(KIND_AXES.get(kind, kind), fontsize=9)
-    ax.set_ylabel("exponent $\\alpha$ of the stratum's law")
+    ax.set_ylabel("exponent $\\alpha$ of $-\\log \\mathrm{RBP}_k$ or of CE")
     ax.grid(True, axis="y", alpha=0.3)
     if not shown:
         nothing_to_draw(ax, f"no stratum of '{kind}' has a law here")
     say_left_out(ax, "no law (strata_fits.csv's note): ", missing)
+    ax.title.set_fontsize(9)  # say_left_out sets the title anew, at the default size
 
 
 def fig_strata(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
@@ -135,10 +140,9 @@ def fig_strata(data: FigureData, settings: Mapping[str, Any], png: Path) -> None
     if fits.empty or "kind" not in fits:
         _say_nothing(png, NO_STRATA)
         return
-    form = strata_form(fits, data.form)
-    exponent = form.exponent
-    if exponent is None:
-        _say_nothing(png, f"the law form {form.name} has no exponent to compare across strata")
+    exponent = data.form.exponent if data.form is not None else "alpha"  # every law form in S has an alpha
+    if exponent is None or exponent not in fits:
+        _say_nothing(png, "strata_fits.csv has no exponent alpha to compare across strata (analysis.law_form)")
         return
     laws = [law for law in LAWS if not select(fits, metric=law[0], k=law[1]).empty]
     if not laws:
@@ -166,7 +170,8 @@ def fig_strata(data: FigureData, settings: Mapping[str, Any], png: Path) -> None
     for family, dataset in without:  # named in the legend, not given an empty row
         why = _no_law_why(select(drawn, family=family, dataset=dataset)).replace("every family has", "family has")
         axes[0, 0].plot([], [], ls="none", label=f"{family} on {dataset}: not drawn, {why}")
-    figure_legend(fig, fontsize=8, ncol=min(len(laws), 4))
+    entries = {label for ax in fig.axes for label in ax.get_legend_handles_labels()[1]}
+    figure_legend(fig, fontsize=8, ncol=2 if without else min(len(entries), 6))
     save(fig, png)
 
 
@@ -189,42 +194,44 @@ def _frequency_panel(ax: Any, points: pd.DataFrame, fits: pd.DataFrame, form: Fi
         with np.errstate(divide="ignore", invalid="ignore"):  # -log of 0 is unbounded: not on the axes, or clipped
             y = metric.to_law(value)
             bounds = metric.to_law(rows[["ci_low", "ci_high"]].to_numpy(float))
-        on_axes = np.isfinite(y) & (y > 0)
         clipped_errorbar(ax, rows["S"], y, bounds[:, 0], bounds[:, 1], color=color, ms=5)
-        text, line = f"{label}: ", False
         fit = select(fits, stratum=label) if len(fits) else fits
         row = without_notes(fit)
+        off, line = _off_axes(value), False
         if one_size:
-            text += "one size, no law"
+            text = f"{label}: one size, no law" + (f"; {off}" if off else "")
         elif form is not None and len(row) and np.isfinite([float(row.iloc[0][p]) for p in form.columns]).all():
             record = row.iloc[0]
             grid_s = Points.of(np.geomspace(float(record["S_min"]), float(record["S_max"]), 60))
             ax.plot(grid_s.S, form.from_row(record).predict(grid_s), "-", color=color, lw=1.2)
-            line = True
+            line, text = True, f"{label}: law"
             if form.exponent is not None:
                 low, high = (float(record[f"{form.exponent}_ci_{end}"]) for end in ("low", "high"))
-                text += f"$\\alpha$ = {float(record[form.exponent]):.3f} [{low:.3f}, {high:.3f}]"
+                text = f"{label}: $\\alpha$ = {float(record[form.exponent]):.3f} [{low:.3f}, {high:.3f}]"
+            text += f"; {off}" if off else ""
         else:
-            text += "no law" + _why_not(fit, value)
-        if not np.isfinite(value).any():
-            text += ", no scored token in this bin"
-        elif not on_axes.any():
-            text += ", not on the axes (-log RBP of 0 or 1)"
-        elif not on_axes.all():
-            text += f", {int((~on_axes).sum())} of {len(y)} sizes not on the axes"
+            notes = fit["note"].dropna().astype(str) if "note" in fit else pd.Series(dtype=str)
+            notes = notes[notes != ""]
+            why = off or (notes.iloc[0] if len(notes) else "not fitted")
+            text = f"{label}: no law, {why}"
         ax.plot([], [], "o-" if line else "o", color=color, label=text)
+    if one_size:  # a log axis autoscaled around one value has no sensible range: a decade either side
+        size = float(points["S"].iloc[0])
+        ax.set_xlim(size / 10, size * 10)
 
 
-def _why_not(fit: pd.DataFrame, value: np.ndarray) -> str:
-    """Why a bin has no law, in the reader's terms where the values say (a rate of 0 or 1), else the table's note."""
-    finite = value[np.isfinite(value)]
-    if finite.size and (finite == 0).any():
-        return " (RBP = 0 at some size)"
-    if finite.size and (finite == 1).any():
-        return " (RBP = 1 at some size)"
-    notes = fit["note"].dropna().astype(str) if "note" in fit else pd.Series(dtype=str)
-    notes = notes[notes != ""]
-    return f" ({notes.iloc[0]})" if len(notes) else ""
+def _off_axes(value: np.ndarray) -> str:
+    """Which of a bin's points have no place on log axes, and why: no scored token in the bin, RBP_1 = 0 (-log
+    unbounded) or RBP_1 = 1 (-log of it 0); '' if every point is drawn."""
+    n, parts = len(value), []
+    for what, mask in (
+        ("no scored token", ~np.isfinite(value)),
+        ("RBP$_1$ = 0", value == 0),
+        ("RBP$_1$ = 1", value == 1),
+    ):
+        if m := int(mask.sum()):
+            parts.append(f"{what} at {'every size' if m == n else f'{m} of {n} sizes'}")
+    return ", ".join(parts) + " (not drawn)" if parts else ""
 
 
 def fig_frequency(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
@@ -244,7 +251,7 @@ def fig_frequency(data: FigureData, settings: Mapping[str, Any], png: Path) -> N
         _say_nothing(png, f"the strata have no RBP_1 (their k, analysis.law_k: {ks})")
         return
     laws = select(fits, kind="frequency", metric="neg_log_rbp", k=k) if not fits.empty and "kind" in fits else fits
-    form = strata_form(laws, data.form) if not laws.empty else None
+    form = strata_form(laws, data.form) if not without_notes(laws).empty else None  # no law: no form needed
     families = sorted(points["family"].unique())
     datasets = _ordered(points["dataset"], data.datasets)
     fig, axes = grid(len(families), len(datasets), w=5.2, h=4.2)

@@ -15,12 +15,12 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from rankscale.summary import Summary
-from rankscale.tables import distribution, emergence, laws, metrics, seeds, strata, training
+from rankscale.tables import cross_family, distribution, emergence, laws, metrics, seeds, strata, training
 from rankscale.tables.base import Replicates, Table, TableInputs, TableSettings, read_table, typed
 from rankscale.tables.selection import FitIndex, LawFit, LawKey, finals, select
 
 TABLES: dict[str, Table] = {
-    t.name: t for module in (metrics, laws, distribution, emergence, training, seeds, strata) for t in module.TABLES
+    t.name: t for module in (metrics, laws, cross_family, distribution, emergence, training, seeds, strata) for t in module.TABLES
 }
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 from rankscale.bootstrap import interval, p_value, spread_to_noise
 from rankscale.laws import FORMS, FitForm, FittedLaw, Points, compare_forms
 from rankscale.metrics import METRICS
-from rankscale.tables.base import Replicates, Table, TableInputs, law_parameters, typed, with_intervals
+from rankscale.tables.base import Replicates, Table, TableInputs, law_parameters, typed
 from rankscale.tables.noise import Noise, law_replicates
 from rankscale.tables.selection import (
     ONE_SIZE,
@@ -27,7 +27,6 @@ from rankscale.tables.selection import (
     note_last,
     optional_int,
     select,
-    single_size,
     size_note,
 )
 
@@ -294,92 +293,6 @@ def law_k_rows(metrics: pd.DataFrame, ks: Sequence[int]) -> pd.DataFrame:
     return metrics[(metrics["metric"] == "ce") | ((metrics["metric"] == "rbp") & metrics["k"].isin(list(ks)))]
 
 
-NO_LAW_FAMILY = "no family with a law on this dataset"
-
-
-def cross_family_table(
-    metrics: pd.DataFrame,
-    fits: pd.DataFrame,
-    replicates: Replicates,
-    ks: Sequence[int],
-    level: float,
-    form: FitForm,
-    refits: int,
-    seed: int | None,
-) -> pd.DataFrame:
-    """Each model of a family with fewer than two sizes (e.g. one pretrained model) against the law of every
-    family that has one on its dataset: the law's -log RBP_k (k of `ks`) and CE at the model's S, with the interval
-    of the law refitted on every replicate (as extrapolation.csv's), the measured value with its document-bootstrap
-    interval, and measured / predicted. The two families' document draws are independent (each family is
-    resampled on its own), so the ratio's replicates pair them draw by draw."""
-    final = law_k_rows(finals(metrics), ks)
-    index, laws = FitIndex(fits, form), _LawCache(final, replicates, form, refits, seed)
-    sizes = final.groupby(["dataset", "family"])["S"].nunique()  # a family with a law on a dataset has two or more
-    rows: list[dict[str, Any]] = []
-    singles = single_size(final).sort_values(["family", "model", "dataset", "metric", "k"], kind="stable")
-    for (family, model, dataset), own in singles.groupby(["family", "model", "dataset"], sort=False):
-        others = [f for f, n in sizes[dataset].items() if n > 1 and f != family]
-        base = {"family": family, "model": model, "dataset": dataset, "S": int(own["S"].iloc[0])}
-        if not others:
-            rows.append({**base, "law_family": None, "metric": None, "k": None, "note": NO_LAW_FAMILY})
-            continue
-        for law_family in others:
-            for _, measured in own.iterrows():
-                key = LawKey(law_family, dataset, METRICS[measured["metric"]].law, optional_int(measured["k"]))
-                rows.append({**base, **_cross_family_row(measured, key, index, laws, replicates, level)})
-    return note_last(typed(pd.DataFrame(rows)))
-
-
-class _LawCache:
-    """Each family's law refitted on the replicates once, however many models it is compared with."""
-
-    def __init__(self, final: pd.DataFrame, replicates: Replicates, form: FitForm, refits: int, seed: int | None):
-        self.final, self.replicates, self.form, self.refits, self.seed = final, replicates, form, refits, seed
-        self._laws: dict[LawKey, tuple[LawRefits, pd.DataFrame]] = {}
-
-    def get(self, key: LawKey, law: FittedLaw) -> tuple[LawRefits, pd.DataFrame]:
-        """The law of `key` refitted, and the rows it is fitted to."""
-        if key not in self._laws:
-            group = key.points(self.final)
-            self._laws[key] = LawRefits.of(group, self.replicates, self.form, law, self.refits, self.seed), group
-        return self._laws[key]
-
-
-def _cross_family_row(
-    measured: pd.Series, key: LawKey, index: FitIndex, laws: _LawCache, replicates: Replicates, level: float
-) -> dict[str, Any]:
-    """One model's measured value of `key`'s quantity against the law of `key` at its S."""
-    metric = key.metric
-    row: dict[str, Any] = {"law_family": key.family, "metric": key.law, "k": key.k}
-    fit = index.get(key)
-    observed = float(metric.to_law(np.array([measured["value"]], dtype=np.float64))[0])
-    if fit is None:
-        return {**row, "note": f"{key.family} has no fitted law of this quantity (powerlaw_fits.csv says why)"}
-    if not (np.isfinite(observed) and observed > 0):
-        return {**row, "note": "the measured value is not positive: no place on a law in log space"}
-    refitted, group = laws.get(key, fit.law)
-    point, predicted = refitted.at(
-        float(measured["S"]), (key.family, key.dataset, key.law, str(key.k), "another family")
-    )
-    with np.errstate(divide="ignore", invalid="ignore"):
-        measured_reps = metric.to_law(replicates.at(measured["model"], key.dataset, metric.name, key.k))
-        n = min(len(measured_reps), len(predicted))
-        ratio = measured_reps[:n] / predicted[:n]  # independent draws of the two families, paired by index
-    return {
-        **row,
-        "law_n_models": len(group),
-        "law_S_min": int(group["S"].min()),
-        "law_S_max": int(group["S"].max()),
-        "S_over_law_S_max": float(measured["S"]) / float(group["S"].max()),
-        **with_intervals(point, predicted, level, "predicted"),
-        **with_intervals(observed, measured_reps, level, "observed"),
-        **with_intervals(observed / point, ratio, level, "ratio"),
-        "p_value": p_value(ratio - 1.0),
-        "noise": refitted.noise.label,
-        "note": "",
-    }
-
-
 def form_comparison_table(metrics: pd.DataFrame, forms: Sequence[str], ks: Sequence[int]) -> pd.DataFrame:
     """Every form of `forms` fitted to every (family, dataset, metric) and, for RBP_k, every k of `ks`:
     parameters, leave-one-out RMSE and AICc in log space, and the preferred form of each group."""
@@ -480,37 +393,6 @@ TABLES = [
             "predictions of the law refitted on every bootstrap replicate; ``covered``: the observed value lies "
             "inside it; ``rel_error`` = predicted / observed - 1. A family with fewer than three sizes has nothing "
             "to hold out: one row per dataset says so in ``note``."
-        ),
-    ),
-    Table(
-        name="cross_family",
-        build=lambda inputs: cross_family_table(
-            inputs.tables["metrics"],
-            _fits(inputs),
-            inputs.needed(),
-            inputs.settings.get("law_k"),
-            inputs.level,
-            law_form(inputs),
-            _refits(inputs),
-            inputs.settings.get("seed"),
-        ),
-        needs=("metrics", "powerlaw_fits"),
-        summaries=False,
-        resampled=True,
-        settings=(*LAW_SETTINGS, "law_k"),
-        caption=(
-            "Where a model of a family with fewer than two sizes (``family``, ``model``: e.g. one pretrained model) "
-            "sits against the law of another family (``law_family``) on the same dataset: the law "
-            "(``analysis.law_form``, fitted to ``law_n_models`` models between ``law_S_min`` and ``law_S_max``) "
-            "predicts -log RBP_k (``metric = neg_log_rbp``, k of ``analysis.law_k``) and cross-entropy at the model's "
-            "S (``S_over_law_S_max``: how far beyond the law's sizes). ``predicted_ci_*``: percentile interval of the "
-            "law refitted on every bootstrap replicate (with seeds, one for a new run's value, as in "
-            "extrapolation.csv); ``observed_ci_*``: the model's document-bootstrap interval; ``ratio`` = observed / "
-            "predicted, its interval and ``p_value`` (ratio = 1, two-sided) from the two replicates combined draw "
-            "by draw. Each family's documents are resampled on their own, so the two draws are independent; "
-            "documents hard for both families would make them correlated, which this interval does not use, so "
-            "it errs wide. A ``note`` says why a row has no numbers (no family with a law on the dataset, a law "
-            "not fitted). Empty when every family has two or more sizes."
         ),
     ),
     Table(
