@@ -60,6 +60,7 @@ def local(smoke_run: Path, tmp_path_factory: pytest.TempPathFactory) -> SimpleNa
 def test_a_model_with_a_new_tokenizer_adds_tokenization_and_no_training(local):
     tok = text_key(LOCAL["path"])
     expected = downstream_of([LOCAL["name"]]) + Counter(job_key("tokenize", tok=tok, dataset=d) for d in DATASETS)
+    expected[job_key("token_kinds", tok=tok)] += 1  # its tokenizer's token kinds (the `kind` stratum)
     assert local.plan == expected
     assert all(local.after[path] == state for path, state in local.before.items())
     assert planned_jobs(local.workdir, *local.args) == Counter()

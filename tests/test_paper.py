@@ -134,6 +134,7 @@ def test_plan_and_dry_run(tmp_path: Path) -> None:
     assert by_rule == {
         "corpus": 8,
         "tokenize": 64,
+        "token_kinds": 8,  # one per tokenizer: the `kind` stratum
         "extract": 200,
         "summarize": 200,
         "table": len(TABLES),
@@ -392,6 +393,7 @@ def test_pythia_training_grid_plans_offline(tmp_path: Path) -> None:
     assert by_rule == {
         "corpus": 2,
         "tokenize": 2,
+        "token_kinds": 1,
         "extract": 50,
         "summarize": 50,
         "table": len(TABLES),

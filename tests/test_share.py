@@ -7,6 +7,7 @@ import copy
 import pytest
 import yaml
 
+from rankscale.formats import RANK_FORMAT
 from rankscale.plan import build_plan, ladder_dir
 from rankscale.share import ShareError, dvc_stages, load_config, sidecar_mismatches, write_dvc_yaml
 from tests.conftest import REPO
@@ -97,6 +98,7 @@ def sidecar(**changes: object) -> dict:
         "dtype": "float32",
         "ties": "ge",
         "windows": {"max_length": 64, "stride": None, "max_windows_per_doc": None},
+        "rank_format": RANK_FORMAT.version,  # an array of the current format (older ones are recomputed)
         "tokens_sha256": "t1",
     }
     meta.update(changes)
@@ -108,6 +110,7 @@ def sidecar(**changes: object) -> dict:
     [
         (sidecar(), {"sha256": "t1"}, None),
         (sidecar(dtype="bfloat16"), {"sha256": "t1"}, "dtype: array has 'bfloat16', config says 'float32'"),
+        (sidecar(rank_format=1), {"sha256": "t1"}, f"rank_format: array has 1, config says {RANK_FORMAT.version}"),
         (sidecar(windows={"max_length": 32}), {"sha256": "t1"}, "max_length: array has 32, config says 64"),
         (sidecar(location="elsewhere"), {"sha256": "t1"}, "location: array has 'elsewhere'"),
         (sidecar(), {"sha256": "t2"}, "token file: array has 't1', current is 't2'"),

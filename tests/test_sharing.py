@@ -67,9 +67,10 @@ def extraction_or_training(jobs: Counter[str]) -> list[str]:
 
 
 def analysis_jobs(models: list[str]) -> Counter[str]:
-    """What a run with every rank array present must do: summaries, tables, figures."""
+    """What a run with every rank array present must do: summaries, tables, figures, and the token kinds of the
+    ladder's tokenizer (cheap, from the tokenizer the clone has: not shared)."""
     jobs = Counter(job_key("summarize", model=m, dataset=d) for m in models for d in DATASETS)
-    return jobs + output_jobs()
+    return jobs + output_jobs() + Counter([job_key("token_kinds", tok="ladder")])
 
 
 def remote_objects(remote: Path) -> set[str]:
