@@ -82,11 +82,13 @@ def binned(values: np.ndarray, edges: Sequence[int]) -> np.ndarray:
 
 def frequency_ranks(target: np.ndarray) -> np.ndarray:
     """Per token, its target's frequency rank among all scored targets (1 = most frequent; ties by token id)."""
-    ids, inverse, counts = np.unique(target, return_inverse=True, return_counts=True)
-    order = np.lexsort((ids, -counts))  # by count, descending; then by id
-    rank = np.empty(len(ids), dtype=np.int64)
-    rank[order] = np.arange(1, len(ids) + 1)
-    return rank[inverse]
+    target = np.asarray(target, dtype=np.int64)
+    counts = np.bincount(target)  # over the vocabulary: no sort of the tokens
+    ids = np.flatnonzero(counts)
+    order = np.lexsort((ids, -counts[ids]))  # by count, descending; then by id
+    rank = np.zeros(len(counts), dtype=np.int64)
+    rank[ids[order]] = np.arange(1, len(ids) + 1)
+    return rank[target]
 
 
 def context_lengths(tokens: StrataTokens) -> np.ndarray:
