@@ -109,6 +109,14 @@ def extract_inputs(wc):
     return inputs
 
 
+def run_final_model(wc):
+    """A ladder checkpoint's job starts after its run's final model: that job saves the states the checkpoint
+    is exported from, and a checkpoint started beside it would hold a job slot (on a cluster, an allocation)
+    waiting for the run's lock. `ancient`: a retrained final model does not make its checkpoints stale."""
+    plan = PLAN[wc.model]
+    return [] if plan.checkpoint is None else ancient(f"{LADDER_DIR}/models/{plan.size}")
+
+
 def kind_table_input(wc):
     """The token kinds of the model's tokenizer (rule token_kinds), where a stratum kind reads them."""
     needed = any(STRATA[name].needs_kind_table for name in config["analysis"]["strata"])

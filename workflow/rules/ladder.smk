@@ -39,6 +39,7 @@ rule ladder_train:
     input:
         tokens=f"{LADDER_DIR}/train_tokens.npz",
         tokenizer=f"{LADDER_DIR}/tokenizer",
+        final=run_final_model,
     output:
         directory(f"{LADDER_DIR}/models/{{model}}"),
     params:
@@ -51,7 +52,7 @@ rule ladder_train:
         # derived (they take `output`): the run's checkpoints, whose states are saved on the way, and where
         save_at=lambda wc, output: run_checkpoints(config),
         states=lambda wc, output: f"{LADDER_DIR}/states",
-    # a run's final model first: it saves the states its checkpoints are then exported from
+    # a run's final models first: they save the states their checkpoints are then exported from
     priority: lambda wc: 1 if PLAN[wc.model].final else 0
     threads: LADDER["threads"] if LADDER else 1
     log:
