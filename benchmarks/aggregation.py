@@ -65,7 +65,7 @@ class Data:
 
     def resampling(self, i: int, replicates: int) -> Resampling:
         n_docs = int(self.arrays[i].doc.max()) + 1
-        return Resampling(np.arange(n_docs), n_docs, replicates, 0, "synthetic", "synthetic")
+        return Resampling(np.arange(n_docs), n_docs, replicates, 0, "synthetic")
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ def options(argv: list[str] | None) -> harness.Bench:
 def ours_from_text(m: wl.BenchModel, work: wl.Workload, vocab: int, batch: int, spec: WindowSpec) -> Any:
     """Everything ours does from the same text: tokenize, cut windows, score."""
     docs = [Document(str(i), t) for i, t in enumerate(work.texts or [])]
-    corpus, _ = tokenize_documents(docs, work.tokenizer, add_special_tokens=False, max_scored_tokens=None)
+    corpus, _ = tokenize_documents(docs, work.tokenizer, add_special_tokens=False)
     windows = plan_windows(corpus.doc_lengths(), spec)
     return wl.ours(m.model, wl.Workload(corpus, windows, ""), vocab, batch)
 

@@ -227,7 +227,7 @@ def humaneval(max_length: int, workdir: Path, tokenizer: Any | None = None, max_
     if tokenizer is None:
         tokenizer = train_tokenizer(docs, 4096, workdir / "tokenizer")
         what = f"a byte-level BPE ({len(tokenizer):,} tokens) trained on it"
-    corpus, _ = tokenize_documents(docs, tokenizer, add_special_tokens=False, max_scored_tokens=None)
+    corpus, _ = tokenize_documents(docs, tokenizer, add_special_tokens=False)
     windows = plan_windows(corpus.doc_lengths(), WindowSpec(max_length, stride=None, max_windows_per_doc=None))
     text = (
         f"HumanEval, {len(docs)} documents tokenized by {what}, {len(windows)} windows of <= {max_length} tokens "

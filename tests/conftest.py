@@ -33,7 +33,9 @@ def copy_workflow(dest: Path) -> Path:
 
 def snakemake(workdir: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """Run the real Snakemake CLI (this interpreter's) in `workdir`."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    from tests.tolerances import workflow_env  # RANKSCALE_TEST_WORKFLOW_ENV: its kernels unlike the tests' own
+
+    env = workflow_env({**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
     return subprocess.run(
         [sys.executable, "-m", "snakemake", *args],
         cwd=workdir,
@@ -131,7 +133,11 @@ def assert_modes(work: Path, ladder: str, umask: int) -> None:
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The smoke configuration run end to end once per test session."""
+    from tests.tolerances import extraction_threads
+
     workdir = copy_workflow(tmp_path_factory.mktemp("smoke"))
-    result = snakemake(workdir, "--cores", "2", "--configfile", "config/smoke.yaml")
+    threads = extraction_threads()  # RANKSCALE_TEST_EXTRACTION_THREADS, to make the paths differ on purpose
+    extra = ["--set-threads", f"extract={threads}"] if threads else []
+    result = snakemake(workdir, "--cores", "2", "--configfile", "config/smoke.yaml", *extra)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
     return workdir

@@ -202,7 +202,7 @@ def computed() -> dict[str, tuple[Summary, np.ndarray, Totals]]:
         rank = ranks_of(kind, i).astype(np.uint32)
         arrays = RankArrays(rank, (-np.log(rank) - 0.05).astype(np.float32), doc, pos, np.zeros(TOKENS, np.uint32))
         meta = {"vocab_size": VOCAB, "model": model, "dataset": "d", "S": size, "ties": "ge", OWN_SHA: model}
-        resampling = Resampling(np.arange(DOCUMENTS), DOCUMENTS, REPLICATES, 0, family, "d")
+        resampling = Resampling(np.arange(DOCUMENTS), DOCUMENTS, REPLICATES, 0, "d")
         info = ModelInfo(family, None, model, True, None, model)
         summary, hist, boot = summarize(arrays, meta, settings, resampling, info, WindowSpec(2048, None, None), None)
         totals = Totals({name[4:]: value for name, value in boot.items() if name.startswith("rep_")})

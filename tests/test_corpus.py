@@ -100,6 +100,20 @@ def test_size_limits() -> None:
     assert sum(chars[:-1]) < 20_000 <= sum(chars)  # stops once the budget is reached
 
 
+def test_a_byte_cap_counts_utf8_bytes_not_characters(tmp_path: Path) -> None:
+    """max_bytes decides a dataset's documents by its text alone, whatever tokenizer scores it: multi-byte
+    characters count their bytes."""
+    texts = ["naïve café " * 20, "中文 " * 40, "plain ascii " * 20, "🙂 " * 50]
+    assert [len(t) for t in texts] == [220, 120, 240, 100]
+    assert [len(t.encode("utf-8")) for t in texts] == [260, 280, 240, 250]
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    docs = load_documents({"source": "local", "path": str(path), "max_bytes": 400}, "d")
+    assert [d.text for d in docs] == texts[:2]  # 260 bytes are below the cap, 540 reach it
+    by_chars = load_documents({"source": "local", "path": str(path), "max_chars": 400}, "d")
+    assert len(by_chars) == 3  # 220 + 120 characters are still below the same number
+
+
 def test_unknown_sources_raise() -> None:
     with pytest.raises(CorpusError, match="nope"):
         load_documents({"source": "packaged", "name": "nope"}, "datasets.x")

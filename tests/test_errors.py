@@ -206,7 +206,7 @@ def test_short_documents_are_skipped_and_counted() -> None:
     out = Path(os.environ.get("TMPDIR", "/tmp")) / f"rankscale-tok-{os.getpid()}"
     tok = train_tokenizer([Document("a", "hello world, this is a test " * 20)], 300, out)
     docs = [Document("1", "hello world"), Document("2", ""), Document("3", "a"), Document("4", "hello world again")]
-    corpus, counts = tokenize_documents(docs, tok, add_special_tokens=False, max_scored_tokens=None)
+    corpus, counts = tokenize_documents(docs, tok, add_special_tokens=False)
     assert counts["skipped_short_documents"] == 2 and counts["documents"] == 2
     assert corpus.doc_lengths().min() >= 2
     shutil.rmtree(out, ignore_errors=True)
@@ -380,7 +380,7 @@ def test_kill_during_training_and_extraction_loses_only_what_ran(tmp_path: Path)
         "source": "packaged",
         "name": "stdlib",
         "split_heldout": "heldout",
-        "max_scored_tokens": 60_000,
+        "max_bytes": 240_000,
     }
     (work / "config/kill.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     ladder = ladder_dir(config)

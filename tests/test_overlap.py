@@ -36,7 +36,8 @@ def test_no_evaluated_span_appears_in_the_training_text(name: str) -> None:
     evaluated = [doc for key, spec in config["datasets"].items() for doc in load_documents(spec, f"datasets.{key}")]
     training = [doc for i, spec in enumerate(config["ladder"]["corpus"]) for doc in load_documents(spec, f"c{i}")]
     raw_hits = sum(bool(shared_stretches(d.text, span_index(e.text for e in evaluated))) for d in training)
-    assert raw_hits > 0  # without the filter the pydoc topics do share text (they quote each other)
+    if name == "config.yaml":  # without the filter the pydoc topics do share text (they quote each other);
+        assert raw_hits > 0  # smoke.yaml's pydoc is cut at 24 kB of text, too little to share any
     docs, report = disjoint_training_documents(training, evaluated)
     index = span_index(e.text for e in evaluated)
     leaks = [(d.id, i) for d in docs for i in range(len(d.text) - SPAN + 1) if d.text[i : i + SPAN] in index]

@@ -99,13 +99,20 @@ def test_pinned_model_revision_does_not_reach_a_shared_tokenizer(smoke_config):
     assert plans["q-small"].tokenizer_key == f"Qwen--Qwen2.5-0.5B@{commit}"
 
 
-def test_token_cap_with_truncated_windows_warns(smoke_config):
+def test_dataset_windows_override_the_models(smoke_config):
     config = copy.deepcopy(smoke_config)
     config["datasets"]["pydoc"]["windows"] = {"max_length": 32, "max_windows_per_doc": 1}
-    with pytest.warns(UserWarning, match="datasets.pydoc: max_scored_tokens counts every token"):
-        plans = build_plan(config)
+    plans = build_plan(config)
     assert plans["smoke-a"].windows_for("pydoc") == {"max_length": 32, "stride": None, "max_windows_per_doc": 1}
     assert plans["smoke-a"].windows_for("humaneval")["max_length"] == 64  # other datasets keep the model's
+
+
+def test_a_token_cap_per_tokenizer_is_refused_with_the_byte_cap_to_write(smoke_config):
+    """max_scored_tokens kept documents per tokenizer: two families scored different documents."""
+    config = copy.deepcopy(smoke_config)
+    config["datasets"]["pydoc"]["max_scored_tokens"] = 6000
+    with pytest.raises(ConfigError, match=r"datasets\.pydoc\.max_scored_tokens: removed.*`max_bytes: 24000`"):
+        build_plan(config)
 
 
 def test_tokenizer_keys_never_collide(smoke_config):

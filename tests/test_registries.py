@@ -231,7 +231,7 @@ strata = StrataSettings(analysis["strata"], analysis["strata_bins"], [1, 10])
 settings = SummarySettings(4, [1, 10], [1], [1], [1, 10], 40, 0, True, 0, strata)
 meta = {"vocab_size": 64, "model": "m", "dataset": "d", "S": 10**6, "ties": "ge", OWN_SHA: "m"}
 n = int(data["n_docs"])
-summary, _, boot = summarize(arrays, meta, settings, Resampling(np.arange(n), n, 40, 0, "f", "d"),
+summary, _, boot = summarize(arrays, meta, settings, Resampling(np.arange(n), n, 40, 0, "d"),
                              ModelInfo("f", None, "m", True, None, "m"), WindowSpec(*json.loads(sys.argv[2])),
                              data["kind_table"])
 open(f"{work}/summary.json", "w").write(json.dumps(summary.to_json()))

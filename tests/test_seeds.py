@@ -62,33 +62,40 @@ def simulate(sim: int, seed_effect: float, pooled_seeds: bool) -> tuple[pd.DataF
     return metrics, Replicates(summaries, totals)
 
 
-def coverage(seed_effect: float, pooled_seeds: bool, simulations: int) -> float:
-    covered = 0
+def coverage(seed_effect: float, pooled_seeds: bool, simulations: int) -> tuple[float, float]:
+    """(the table's interval, the documents-and-seeds interval beside it): shares covering the true exponent."""
+    covered = [0, 0]
     for sim in range(simulations):
         metrics, replicates = simulate(sim, seed_effect, pooled_seeds)
         fit = fits_table(metrics, FORMS["power_law"], replicates, 0.95, 0, sim).iloc[0]
-        assert fit["noise"] == ("documents+seeds" if pooled_seeds else "documents")
-        covered += bool(fit["alpha_ci_low"] <= ALPHA <= fit["alpha_ci_high"])
-    return covered / simulations
+        assert fit["noise"] == ("documents+seeds+sizes" if pooled_seeds else "documents+sizes")
+        covered[0] += bool(fit["alpha_ci_low"] <= ALPHA <= fit["alpha_ci_high"])
+        covered[1] += bool(fit["alpha_ci_low_documents"] <= ALPHA <= fit["alpha_ci_high_documents"])
+    return covered[0] / simulations, covered[1] / simulations
 
 
 @pytest.fixture(scope="module")
 def coverages() -> dict[str, float]:
-    """The two coverages with a large seed effect (reported: tests print them with -s)."""
-    out = {
-        "documents+seeds": coverage(0.08, pooled_seeds=True, simulations=200),
-        "documents": coverage(0.08, pooled_seeds=False, simulations=200),
-    }
+    """The coverages with a large seed effect (reported: tests print them with -s)."""
+    pooled, seeds_only = coverage(0.08, pooled_seeds=True, simulations=200)
+    one_run, documents_only = coverage(0.08, pooled_seeds=False, simulations=200)
+    out = {"documents+seeds+sizes": pooled, "documents+seeds": seeds_only, "documents+sizes": one_run,
+           "documents": documents_only}  # fmt: skip
     print(f"coverage of the true exponent, 95% intervals, seed effect 0.08: {out}")
     return out
 
 
 def test_hierarchical_intervals_cover_the_true_exponent(coverages: dict[str, float]) -> None:
+    """Seeds resampled: the hierarchical interval covers; the size level on top finds no scatter beyond the seeds
+    (none is planted) and errs wide, as a t interval on four degrees of freedom does when tau^2 is 0."""
     assert 0.90 <= coverages["documents+seeds"] <= 0.99, coverages
+    assert 0.93 <= coverages["documents+seeds+sizes"] <= 1.0, coverages
 
 
-def test_document_only_intervals_undercover_with_a_large_seed_effect(coverages: dict[str, float]) -> None:
+def test_runs_not_known_as_seeds_are_scatter_between_sizes(coverages: dict[str, float]) -> None:
+    """Each run taken for a size of its own: documents alone under-cover, the size level sees the training noise."""
     assert coverages["documents"] < 0.80, coverages
+    assert 0.90 <= coverages["documents+sizes"] <= 0.99, coverages
 
 
 def test_seed_variance_finds_the_seed_share() -> None:

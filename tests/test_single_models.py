@@ -113,7 +113,7 @@ def test_cross_family_predicts_a_planted_law_exactly() -> None:
         assert row["ratio"] == pytest.approx(off, rel=1e-9)
         assert row["S"] == int(BIG) and row["S_over_law_S_max"] == pytest.approx(40.0)
         assert (row["law_n_models"], row["law_S_min"], row["law_S_max"]) == (5, int(SIZES[0]), int(SIZES[-1]))
-        assert row["noise"] == "documents"
+        assert row["noise"] == "documents+sizes"
         # noise-free replicates: every interval is the point (the refits reproduce the law exactly)
         for name in ("predicted", "observed", "ratio"):
             assert row[f"{name}_ci_low"] == pytest.approx(row[name], rel=1e-9)
@@ -147,7 +147,7 @@ def test_one_model_families_get_note_rows_not_errors() -> None:
     assert list(extrapolation["note"]) == [ONE_SIZE, ONE_SIZE]
     cross = cross_family_table(metrics, fits, replicates, [1, 10], 0.95, POWER_LAW, 0, 0)
     assert list(cross["model"]) == ["ladder", "solo"] and set(cross["note"]) == {NO_LAW_FAMILY}
-    runs = emergence_laws_table(summaries, fits, replicates, 0.95, POWER_LAW, 0)
+    runs = emergence_laws_table(summaries, fits, replicates, 0.95, POWER_LAW, 0, 0)
     assert list(runs["note"]) == [ONE_SIZE, ONE_SIZE]
     with_d = metrics.assign(D=pd.array([10**6] * len(metrics), dtype="Int64"))
     with_d = pd.concat([with_d, with_d.assign(D=pd.array([10**7] * len(metrics), dtype="Int64"))])

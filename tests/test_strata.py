@@ -128,7 +128,7 @@ def run_summary(
     law_k = sorted(strata.k)
     settings = SummarySettings(4, law_k, [1], [1], law_k, replicates, seed, True, 0, strata)
     meta = {"vocab_size": vocab, "model": model, "dataset": "d", "S": S, "ties": "ge", OWN_SHA: model}
-    resampling = Resampling(np.arange(n_units), n_units, replicates, seed, family, "d")
+    resampling = Resampling(np.arange(n_units), n_units, replicates, seed, "d")
     info = ModelInfo(family, None, model, True, None, model)
     summary, _, boot = summarize(arrays, meta, settings, resampling, info, windows, kind_table)
     return Summary.from_json(summary.to_json()), boot
@@ -499,7 +499,7 @@ def test_each_bins_planted_exponent_is_within_its_interval(planted) -> None:
         assert row["alpha_ci_low"] <= alpha <= row["alpha_ci_high"], (label, alpha, row.to_dict())
         assert row["alpha"] == pytest.approx(alpha, abs=0.02)
         assert row["alpha_ci_high"] - row["alpha_ci_low"] < 0.05
-        assert row["n_models"] == len(SIZES) and row["noise"] == "documents" and not row["note"]
+        assert row["n_models"] == len(SIZES) and row["noise"] == "documents+sizes" and not row["note"]
     # every stratum of every kind has its law of RBP_1, RBP_10 and CE, each fitted
     f = planted["strata_fits"][planted["strata_fits"]["family"] == "f"]
     assert len(f) == (3 + 4 + len(KINDS)) * 3
@@ -513,7 +513,7 @@ def test_the_contrast_finds_the_planted_difference(planted) -> None:
     planted_difference = PLANTED.alphas[2] - PLANTED.alphas[0]
     assert rare["ci_low"] <= planted_difference <= rare["ci_high"], rare.to_dict()
     assert rare["difference"] == pytest.approx(rare["alpha"] - rare["alpha_reference"], abs=1e-12)
-    assert rare["p_value"] < 0.05 and rare["noise"] == "documents"
+    assert rare["p_value"] < 0.05 and rare["noise"] == "documents+sizes"
     middle = contrasts.loc["11-100"]
     assert middle["ci_low"] <= PLANTED.alphas[1] - PLANTED.alphas[0] <= middle["ci_high"]
     # the contrast is paired: its interval is narrower than the two exponents' intervals would make it apart

@@ -23,7 +23,7 @@ STEPS = 24  # of the whole run: 24 steps of 4 x 32 tokens
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[TokenizedCorpus, int, int]:
     docs = [d for d, _ in zip(pydoc_documents(), range(40), strict=False)]
     tokenizer = train_tokenizer(docs, 400, tmp_path_factory.mktemp("tok"))
-    tokenized, _ = tokenize_documents(docs, tokenizer, add_special_tokens=False, max_scored_tokens=None)
+    tokenized, _ = tokenize_documents(docs, tokenizer, add_special_tokens=False)
     return tokenized, len(tokenizer), tokenizer.eos_token_id
 
 

@@ -205,6 +205,16 @@ def problems(instance: Any, schema: Mapping[str, Any], where: str = "") -> list[
 
 def refuse_old_forms(config: Mapping[str, Any]) -> None:
     """Keys whose form changed, refused with the form to write instead (before the schema's generic message)."""
+    datasets = config.get("datasets") if isinstance(config, Mapping) else None
+    for name, spec in (datasets or {}).items() if isinstance(datasets, Mapping) else ():
+        if isinstance(spec, Mapping) and "max_scored_tokens" in spec:
+            suggested = f"max_bytes: {4 * int(spec['max_scored_tokens'])}" if spec["max_scored_tokens"] else "max_bytes"
+            raise ConfigError(
+                f"datasets.{name}.max_scored_tokens: removed. It kept documents per tokenizer, so two families scored "
+                "different documents and could not be compared draw by draw; cap the dataset itself instead, in "
+                f"UTF-8 bytes of text, the same documents for every tokenizer: `{suggested}` (about 4 bytes a token "
+                "for English text and code)"
+            )
     ladder = config.get("ladder") if isinstance(config, Mapping) else None
     if not isinstance(ladder, Mapping):
         return

@@ -17,9 +17,9 @@ and comments do not change a digest; everything else in the code behind an outpu
 
 from rankscale.fingerprint import FormatVersion
 
-CORPUS_FORMAT = FormatVersion(version=1, code="a2dced4bc7fae2aa", scripts=("corpus",))
+CORPUS_FORMAT = FormatVersion(version=1, code="60970d3f7edc4a1d", scripts=("corpus",))
 # version 2: each document begins with the start tokens its tokenizer adds (a BOS), never with an appended EOS
-RANK_FORMAT = FormatVersion(version=2, code="b7cc2ed15ce862a5", scripts=("tokenize", "extract"))
+RANK_FORMAT = FormatVersion(version=2, code="00ecdc373bc07b81", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
-    version=1, code="ad732b0eef8b3a42", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
+    version=1, code="7ef6203de8e8bbc3", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )

@@ -1,21 +1,34 @@
-"""The metrics: RBP_k, cross-entropy and the rank-distribution statistics, each fitted as a law in S.
+"""The metrics: RBP_k, cross-entropy (nats per token, and bits per byte of text) and the rank-distribution
+statistics, each fitted as a law in S.
 
 A `Metric` declares the per-document statistics it reads (`rankscale.statistics`) and computes
 its value from their totals: all tokens' totals give the point estimate, each bootstrap
 replicate's totals its replicate, by the same `compute`. Metrics of the rank histogram (error
 entropy, the fitted lognormal's entropy, ...) read the summary's histogram statistics instead
 (`rankscale.conjecture`). Every metric here appears in metrics.csv and powerlaw_fits.csv with
-intervals, and any figure can plot it by name. CONTRIBUTING.md, "A new metric", says how to add one.
+intervals, and any figure can plot it by name (a summary without some metric's statistics, e.g. one made
+without the tokenizer's byte lengths, has no row of it). CONTRIBUTING.md, "A new metric", says how to add one.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from rankscale.statistics import EMERGENCE, HITS, LOGPROB_SUM, STRATA, TOKENS, DocumentStatistic, Totals, unique
+from rankscale.statistics import (
+    BYTES,
+    EMERGENCE,
+    HITS,
+    LOGPROB_SUM,
+    STRATA,
+    TOKENS,
+    DocumentStatistic,
+    Totals,
+    unique,
+)
 
 
 @dataclass(frozen=True)
@@ -63,6 +76,15 @@ def _ce(totals: Totals) -> np.ndarray:
     return -(np.asarray(totals[LOGPROB_SUM], dtype=np.float64) / np.asarray(totals[TOKENS], dtype=np.float64))
 
 
+def _bpb(totals: Totals) -> np.ndarray:
+    """Cross-entropy in bits per byte: the scored targets' summed -log p over ln 2 times their texts' UTF-8 bytes
+    (NaN where they hold no byte)."""
+    nats = -np.asarray(totals[LOGPROB_SUM], dtype=np.float64)
+    n_bytes = np.asarray(totals[BYTES], dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(n_bytes > 0, nats / (math.log(2) * n_bytes), math.nan)
+
+
 def histogram_metric(name: str, label: str) -> Metric:
     """A statistic of the rank histogram that the summary computes itself (point and replicates), fitted as is."""
     return Metric(name, name, False, lambda totals: np.asarray(totals[name], dtype=np.float64), identity, identity,
@@ -93,6 +115,18 @@ METRICS: dict[str, Metric] = {
             law_label="cross-entropy (nats)",
             label="cross-entropy (nats)",
             statistics=(TOKENS, LOGPROB_SUM),
+        ),
+        # CE per byte of text, so that families with different tokenizers compare (docs/science.md)
+        Metric(
+            name="bpb",
+            law="bpb",
+            per_k=False,
+            compute=_bpb,
+            to_law=identity,
+            from_law=identity,
+            law_label="cross-entropy (bits per byte)",
+            label="cross-entropy (bits per byte)",
+            statistics=(LOGPROB_SUM, BYTES),
         ),
         # the decomposition CE = error entropy + self-alignment + confidence (docs/science.md)
         histogram_metric("ee", "error entropy (nats)"),

@@ -30,14 +30,16 @@ class Scored:
     stratum_index: np.ndarray | None = None  # [tokens, stratum kinds]: each token's stratum of each kind
     n_strata: int = 0  # the strata of every kind, numbered in one list
     strata_k: Sequence[int] = ()  # the k of each stratum's hits
+    n_bytes: np.ndarray | None = None  # per token, the UTF-8 byte length of its target's text; None: not known
 
 
 @dataclass(frozen=True)
 class DocumentStatistic:
-    """A sum over each document's tokens: `per_document(scored)` gives [documents, ...]."""
+    """A sum over each document's tokens: `per_document(scored)` gives [documents, ...], or None where the scored
+    tokens do not carry what it sums (no byte lengths): the summary then has no such statistic."""
 
     name: str
-    per_document: Callable[[Scored], np.ndarray]
+    per_document: Callable[[Scored], np.ndarray | None]
 
 
 def _count(scored: Scored) -> np.ndarray:
@@ -46,6 +48,12 @@ def _count(scored: Scored) -> np.ndarray:
 
 def _logprob_sum(scored: Scored) -> np.ndarray:
     return np.bincount(scored.row, weights=scored.logprob.astype(np.float64), minlength=scored.n_rows)
+
+
+def _bytes_sum(scored: Scored) -> np.ndarray | None:
+    if scored.n_bytes is None:
+        return None
+    return np.bincount(scored.row, weights=scored.n_bytes.astype(np.float64), minlength=scored.n_rows).astype(np.int64)
 
 
 def _hits(scored: Scored) -> np.ndarray:
@@ -115,6 +123,8 @@ def _strata_hits(scored: Scored) -> np.ndarray:
 TOKENS = DocumentStatistic("n", _count)  # scored tokens
 LOGPROB_SUM = DocumentStatistic("sum_logprob", _logprob_sum)  # summed log p(target), float64
 HITS = DocumentStatistic("hits", _hits)  # [documents, k grid]: tokens of rank <= k
+# summed UTF-8 byte lengths of the scored targets' texts (special tokens 0): cross-entropy in bits per byte
+BYTES = DocumentStatistic("sum_bytes", _bytes_sum)
 # the emergence analysis: N-token windows inside all-hit stretches, and consecutive (previous, current) pairs
 RUN_WINDOWS = DocumentStatistic("run_windows", _run_windows)  # [documents, N]: windows of N consecutive tokens
 RUN_HITS = DocumentStatistic("run_hits", _run_hits)  # [documents, emergence k, N]: those all inside the top-k

@@ -12,6 +12,11 @@ scheme's markers turned back into the characters they stand for:
 The scheme is read from the tokenizer's decoder/pre-tokenizer (or, without a Rust backend, from
 its vocabulary), never from its name. Added tokens are their literal content.
 
+The same undoing gives each token's bytes (`piece_bytes`, `token_bytes`): its UTF-8 byte length is what
+bits per byte divide by (`rankscale.metrics`, metric `bpb`). A byte-level piece is as many bytes as it has
+stand-ins (exact even for a partial UTF-8 sequence), `▁` one space byte, a `<0xNN>` piece one byte, an added
+token its content's UTF-8 bytes, and a special token none: it stands for no text.
+
 Kinds (`classify`); whitespace (`str.isspace`) anywhere in a piece is ignored, the rest decides:
 - whitespace: nothing but whitespace (spaces, indentation, newlines);
 - number: decimal digits only (" 7", "123"); "1.5" or "1,000" mix digits and punctuation: other;
@@ -91,21 +96,27 @@ def scheme(tokenizer: Any) -> Scheme:
     return Scheme("raw")
 
 
-def piece_text(sch: Scheme, piece: str) -> str:
-    """A vocabulary piece's text under `sch` (not for added tokens, whose content is already text)."""
+def piece_bytes(sch: Scheme, piece: str) -> bytes:
+    """The bytes a vocabulary piece stands for under `sch` (not for added tokens, whose content is already text):
+    the one place the scheme's markers are undone, for both a piece's text and its byte length."""
     if sch.name == "byte_level":
         try:
-            return piece.translate(_byte_level_table()).encode("latin-1").decode("utf-8", errors="replace")
+            return piece.translate(_byte_level_table()).encode("latin-1")
         except UnicodeEncodeError:  # not a byte-level piece after all
-            return piece
+            return piece.encode("utf-8", errors="surrogatepass")
     if sch.name == "metaspace":
         byte = BYTE_PIECE.fullmatch(piece)
         if byte:
-            return bytes([int(byte.group(1), 16)]).decode("utf-8", errors="replace")
-        return piece.replace(sch.marker, " ")
+            return bytes([int(byte.group(1), 16)])
+        return piece.replace(sch.marker, " ").encode("utf-8", errors="surrogatepass")
     if sch.name == "wordpiece":
-        return piece.removeprefix(sch.marker)
-    return piece
+        return piece.removeprefix(sch.marker).encode("utf-8", errors="surrogatepass")
+    return piece.encode("utf-8", errors="surrogatepass")
+
+
+def piece_text(sch: Scheme, piece: str) -> str:
+    """A vocabulary piece's text under `sch`: its bytes as UTF-8, a partial sequence as U+FFFD."""
+    return piece_bytes(sch, piece).decode("utf-8", errors="replace")
 
 
 def special_ids(tokenizer: Any) -> set[int]:
@@ -120,6 +131,17 @@ def token_text(tokenizer: Any, token_id: int) -> str:
     if added is not None:
         return added.content
     return piece_text(scheme(tokenizer), tokenizer.convert_ids_to_tokens(token_id) or "")
+
+
+def token_bytes(tokenizer: Any, token_id: int) -> bytes:
+    """The bytes of text token `token_id` stands for (`byte_table`'s entry is their number): none for a special
+    token, an added token's content, a vocabulary piece's bytes (`piece_bytes`)."""
+    if token_id in special_ids(tokenizer):
+        return b""
+    added = tokenizer.added_tokens_decoder.get(token_id)
+    if added is not None:
+        return added.content.encode("utf-8", errors="surrogatepass")
+    return piece_bytes(scheme(tokenizer), tokenizer.convert_ids_to_tokens(token_id) or "")
 
 
 def _is_letter(c: str) -> bool:
@@ -142,32 +164,63 @@ def classify(text: str) -> str:
     return "other"
 
 
-def kind_table(tokenizer: Any) -> np.ndarray:
-    """uint8 [len(tokenizer)]: the `KINDS` index of every token id; special tokens are 'other'."""
+TOKEN_TABLE_FORMAT = 2  # 2: each token's UTF-8 byte length beside its kind; 1 (no `format`): kinds alone
+
+
+@dataclass(frozen=True)
+class TokenTable:
+    """What each token id of a tokenizer is: its kind, and the UTF-8 byte length of the text it stands for."""
+
+    kinds: np.ndarray  # uint8 [len(tokenizer)]: the `KINDS` index; special tokens are 'other'
+    n_bytes: np.ndarray  # int64 [len(tokenizer)]: bytes of the token's text (`token_bytes`); special tokens 0
+
+
+def token_table(tokenizer: Any) -> TokenTable:
+    """Every token id's kind and byte length, from one undoing of the scheme's markers per piece."""
     sch, n = scheme(tokenizer), len(tokenizer)
     added = {i: tok.content for i, tok in tokenizer.added_tokens_decoder.items()}
     special = special_ids(tokenizer)
     pieces = tokenizer.convert_ids_to_tokens(list(range(n)))
-    table = np.empty(n, dtype=np.uint8)
+    kinds = np.empty(n, dtype=np.uint8)
+    n_bytes = np.zeros(n, dtype=np.int64)
     for i, piece in enumerate(pieces):
         if i in special:
-            table[i] = KIND_INDEX["other"]
-        else:
-            text = added[i] if i in added else piece_text(sch, piece or "")
-            table[i] = KIND_INDEX[classify(text)]
-    return table
+            kinds[i] = KIND_INDEX["other"]
+            continue
+        raw = added[i].encode("utf-8", errors="surrogatepass") if i in added else piece_bytes(sch, piece or "")
+        text = added[i] if i in added else raw.decode("utf-8", errors="replace")
+        kinds[i] = KIND_INDEX[classify(text)]
+        n_bytes[i] = len(raw)
+    return TokenTable(kinds, n_bytes)
 
 
-def save_kind_table(table: np.ndarray, path: str | Path, tokenizer: str) -> None:
-    """Write a tokenizer's kind table (atomically), with the kinds' names so a reader checks what the codes mean."""
-    write_npz(path, kinds=table.astype(np.uint8), names=np.array(KINDS))
-    write_json(f"{path}.json", {"tokenizer": tokenizer, "vocab_size": int(table.size),
-                                "counts": {k: int((table == i).sum()) for i, k in enumerate(KINDS)}})  # fmt: skip
+def kind_table(tokenizer: Any) -> np.ndarray:
+    """uint8 [len(tokenizer)]: the `KINDS` index of every token id; special tokens are 'other'."""
+    return token_table(tokenizer).kinds
 
 
-def load_kind_table(path: str | Path) -> np.ndarray:
-    """A kind table written by `save_kind_table`; refused if its kinds are not these (an older rankscale's)."""
+def byte_table(tokenizer: Any) -> np.ndarray:
+    """int64 [len(tokenizer)]: the UTF-8 byte length of every token id's text; special tokens 0."""
+    return token_table(tokenizer).n_bytes
+
+
+def save_token_table(table: TokenTable, path: str | Path, tokenizer: str) -> None:
+    """Write a tokenizer's token table (atomically), with the kinds' names so a reader checks what the codes mean."""
+    write_npz(path, kinds=table.kinds.astype(np.uint8), names=np.array(KINDS), n_bytes=table.n_bytes.astype(np.int64),
+              format=np.array(TOKEN_TABLE_FORMAT))  # fmt: skip
+    write_json(f"{path}.json", {"tokenizer": tokenizer, "vocab_size": int(table.kinds.size), "format": TOKEN_TABLE_FORMAT,
+                                "counts": {k: int((table.kinds == i).sum()) for i, k in enumerate(KINDS)},
+                                "text_bytes": {"max": int(table.n_bytes.max(initial=0)),
+                                               "zero": int((table.n_bytes == 0).sum())}})  # fmt: skip
+
+
+def load_token_table(path: str | Path) -> TokenTable:
+    """A token table written by `save_token_table`; refused if an older rankscale's (other kinds, no byte lengths)."""
     with np.load(path) as data:
         if [str(n) for n in data["names"]] != list(KINDS):
             raise ValueError(f"{path}: token kinds {list(data['names'])} are not {list(KINDS)}; delete it and rerun")
-        return data["kinds"]
+        version = int(data["format"]) if "format" in data.files else 1
+        if version != TOKEN_TABLE_FORMAT:
+            raise ValueError(f"{path}: token table format {version}, not {TOKEN_TABLE_FORMAT} (this rankscale's, with "
+                             "each token's byte length); delete it and rerun")  # fmt: skip
+        return TokenTable(data["kinds"], data["n_bytes"])

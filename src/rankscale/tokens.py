@@ -35,15 +35,17 @@ class TokenizedCorpus:
 
 
 def tokenize_documents(
-    docs: list[Document], tokenizer: Any, add_special_tokens: bool, max_scored_tokens: int | None
+    docs: list[Document], tokenizer: Any, add_special_tokens: bool
 ) -> tuple[TokenizedCorpus, dict[str, Any]]:
     """Tokenize each document separately; drop (and count) documents under two text tokens.
 
     With `add_special_tokens`, each document begins with what the tokenizer puts before the
     text (a BOS the model was trained with); what it would append (an EOS) is dropped, since
-    it is not text and must not become a scored target. With `max_scored_tokens`, documents
-    are kept in corpus order until that many targets (text tokens after each document's
-    first) are available: a deterministic size cap.
+    it is not text and must not become a scored target. Every document of the corpus is
+    tokenized: the dataset's caps (`max_documents`, `max_chars`, `max_bytes`) decided its
+    documents once for every tokenizer. A document a tokenizer leaves with fewer than two text
+    tokens stays in the dataset's document set, with no scored token of this tokenizer's models
+    (the bootstrap still draws it, for every family alike).
     """
     pieces: list[np.ndarray] = []
     prefixes: list[int] = []
@@ -53,8 +55,6 @@ def tokenize_documents(
     dropped_end = 0
     special = set(getattr(tokenizer, "all_special_ids", []) or [])
     for index, doc in enumerate(docs):
-        if max_scored_tokens is not None and scored >= max_scored_tokens:
-            break
         ids = tokenizer(doc.text, add_special_tokens=False)["input_ids"]
         if len(ids) < 2:
             skipped += 1

@@ -8,8 +8,8 @@ rule summarize:
         ranks="results/ranks/{model}/{dataset}.npz",
         meta="results/ranks/{model}/{dataset}.json",
         tokens_meta=lambda wc: f"results/tokens/{PLAN[wc.model].tokenizer_key}/{wc.dataset}.npz.json",
-        family_tokens_meta=family_token_files,
-        kinds=kind_table_input,  # the token kinds of the model's tokenizer, where the `kind` stratum is on
+        corpus_meta="results/corpus/{dataset}.json",  # the dataset's documents: what every family's bootstrap draws
+        token_table=token_table_input,  # token kinds (the `kind` stratum) and byte lengths (bits per byte)
     output:
         summary="results/summary/{model}/{dataset}.json",
         hist="results/summary/{model}/{dataset}.hist.npz",

@@ -30,7 +30,6 @@ from rankscale.plan import (  # noqa: E402
     unpinned,
 )
 from rankscale.plots import FIGURES  # noqa: E402
-from rankscale.strata import STRATA  # noqa: E402
 from rankscale.tables import TABLES  # noqa: E402
 
 try:
@@ -117,18 +116,10 @@ def run_final_model(wc):
     return [] if plan.checkpoint is None else ancient(f"{LADDER_DIR}/models/{plan.size}")
 
 
-def kind_table_input(wc):
-    """The token kinds of the model's tokenizer (rule token_kinds), where a stratum kind reads them."""
-    needed = any(STRATA[name].needs_kind_table for name in config["analysis"]["strata"])
-    return [f"results/token_kinds/{PLAN[wc.model].tokenizer_key}.npz"] if needed else []
-
-
-def family_token_files(wc):
-    """The token sidecars of every tokenizer of the model's family on this dataset: the documents any
-    of them scored are what the family's paired bootstrap resamples."""
-    family = PLAN[wc.model].family
-    keys = sorted({p.tokenizer_key for p in PLAN.values() if p.family == family})
-    return [f"results/tokens/{key}/{wc.dataset}.npz.json" for key in keys]
+def token_table_input(wc):
+    """The token table of the model's tokenizer, made by the token_kinds job, read by every summary: each token's
+    kind (the `kind` stratum) and its text's UTF-8 byte length (what cross-entropy in bits per byte divides by)."""
+    return f"results/token_kinds/{PLAN[wc.model].tokenizer_key}.npz"
 
 
 def summaries(suffix="json"):

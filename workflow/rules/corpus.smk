@@ -1,5 +1,5 @@
 # Corpus text -> one JSONL of documents per dataset; -> token ids per tokenizer x dataset; each tokenizer's
-# token kinds (what each token id is: the `kind` stratum).
+# token table (what each token id is: the `kind` stratum; its text's UTF-8 byte length: bits per byte).
 
 
 rule corpus:
@@ -28,7 +28,9 @@ rule tokenize:
         source=lambda wc: RANK_FORMAT.params(tokenizer_params(TOKENIZERS[wc.tok], wc.tok)),
         models=lambda wc, output: tokenizer_users(wc.tok),
         add_special_tokens=config["tokenization"]["add_special_tokens"],
-        max_scored_tokens=lambda wc: config["datasets"][wc.dataset]["max_scored_tokens"],
+        # the per-tokenizer cap it was (datasets now cap their corpus: `max_bytes`), always None: kept so that
+        # no token file is rewritten, since a changed param would rerun every extraction downstream
+        max_scored_tokens=None,
     log:
         "logs/tokenize/{tok}/{dataset}.log",
     conda:

@@ -18,7 +18,7 @@ with atomic_dir(snakemake.output.tokenizer) as tmp:
     tok = train_tokenizer(docs, snakemake.params.vocab_size, tmp)
 log.info("trained tokenizer with %d tokens", len(tok))
 # what ladder_train will cut into seq_len rows: the plan refuses a seq_len it cannot fill once
-corpus, counts = tokenize_documents(docs, tok, add_special_tokens=False, max_scored_tokens=None)  # the text as written
+corpus, counts = tokenize_documents(docs, tok, add_special_tokens=False)  # the text as written
 save_tokens(corpus, snakemake.output.tokens, {"tokens": stream_length(corpus), **counts})
 write_json(snakemake.output.counts, {"tokens": stream_length(corpus), **counts})
 log.info("training text: %d tokens", stream_length(corpus))

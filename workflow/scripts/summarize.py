@@ -14,7 +14,7 @@ from rankscale.logs import setup_logging
 from rankscale.metrics import METRICS
 from rankscale.rankfile import check_provenance, load_rank_arrays
 from rankscale.summary import ModelInfo, Resampling, SummaryPaths, SummarySettings, summarize, write_summary
-from rankscale.token_kinds import load_kind_table
+from rankscale.token_kinds import load_token_table
 from rankscale.tokens import corpus_units
 
 log = setup_logging(snakemake.log[0])
@@ -26,13 +26,14 @@ dropped = [k for k in settings.k_include if k > meta["vocab_size"]]
 if dropped:
     log.warning("k values above |V| = %d left out for this model: %s", meta["vocab_size"], dropped)
 info = ModelInfo(**snakemake.params.model)
-family_units = [corpus_units(json.loads(Path(p).read_text()), p) for p in snakemake.input.family_tokens_meta]
-resampling = Resampling.for_family(
+corpus_meta = json.loads(Path(snakemake.input.corpus_meta).read_text())
+if tokens_meta.get("corpus_sha256") not in (None, corpus_meta["sha256"]):
+    raise ValueError(f"{snakemake.input.tokens_meta}: tokenized from another corpus than {snakemake.input.corpus_meta}")
+resampling = Resampling.for_dataset(
     corpus_units(tokens_meta, snakemake.input.tokens_meta),
-    family_units,
+    corpus_meta["documents"],
     replicates=settings.replicates,
     seed=settings.seed,
-    family_name=info.family,
     dataset=snakemake.wildcards.dataset,
 )
 if resampling.n_units < 20:
@@ -41,16 +42,19 @@ if resampling.n_units < 20:
         resampling.n_units,
     )
 identity = RankIdentity.from_params(snakemake.params.identity)
-kinds = list(snakemake.input.kinds)  # none where the `kind` stratum is off
-kind_table = load_kind_table(kinds[0]) if kinds else None
-summary, hist, boot = summarize(arrays, meta, settings, resampling, info, identity.windows, kind_table)
+token_table = load_token_table(snakemake.input.token_table)  # token kinds (the kind stratum), byte lengths (bpb)
+summary, hist, boot = summarize(
+    arrays, meta, settings, resampling, info, identity.windows, token_table.kinds, token_table.n_bytes
+)
 summary = write_summary(summary, hist, boot, SummaryPaths.beside(snakemake.output.summary))
 totals = summary.totals()
 log.info(
-    "%s / %s: CE %.4f, RBP_1 %.4f, lognormal mu %.3f sigma %.3f, %d documents, %d bootstrap replicates",
+    "%s / %s: CE %.4f (%.4f bits per byte), RBP_1 %.4f, lognormal mu %.3f sigma %.3f, %d documents, "
+    "%d bootstrap replicates",
     summary.model,
     summary.dataset,
     METRICS["ce"].compute(totals),
+    METRICS["bpb"].compute(totals),
     METRICS["rbp"].compute(totals)[summary.k.index(1)],
     summary.distribution.mu,
     summary.distribution.sigma,

@@ -8,10 +8,9 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any en
 
 from pathlib import Path
 
-from rankscale.atomic import atomic_path
 from rankscale.logs import setup_logging
 from rankscale.summary import SummaryPaths, load_replicates, read_summary
-from rankscale.tables import Replicates, TableSettings, build_table, read_table
+from rankscale.tables import Replicates, TableSettings, build_table, read_table, write_table
 
 log = setup_logging(snakemake.log[0])
 summaries = [read_summary(path) for path in snakemake.input.summaries]
@@ -26,6 +25,5 @@ replicates = (
 )
 settings = TableSettings.from_params(snakemake.params.settings)
 df = build_table(snakemake.wildcards.table, summaries, tables, settings, replicates)
-with atomic_path(snakemake.output[0], suffix=".csv") as tmp:
-    df.to_csv(tmp, index=False)  # full precision: papers quote these
+write_table(snakemake.wildcards.table, df, snakemake.output[0])  # with its header when it has no rows
 log.info("%s: %d rows", snakemake.wildcards.table, len(df))

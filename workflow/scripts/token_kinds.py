@@ -1,4 +1,5 @@
-"""Rule token_kinds: what each token id of a tokenizer is (whitespace, word, number, ...): the `kind` stratum."""
+"""Rule token_kinds: what each token id of a tokenizer is (whitespace, word, number, ...: the `kind` stratum) and
+the UTF-8 byte length of its text (what cross-entropy in bits per byte divides by)."""
 
 import sys
 
@@ -8,11 +9,13 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any en
 
 from rankscale.logs import setup_logging
 from rankscale.models import ModelSource, load_tokenizer
-from rankscale.token_kinds import KINDS, kind_table, save_kind_table
+from rankscale.token_kinds import KINDS, save_token_table, token_table
 
 log = setup_logging(snakemake.log[0])
 source = ModelSource(**snakemake.params.source, tokenizer_revision=None)
 tokenizer = load_tokenizer(source, label=f"tokenizer {source.tokenizer_location}")
-table = kind_table(tokenizer)
-save_kind_table(table, snakemake.output.table, source.tokenizer_location)  # and its .json beside it
-log.info("%s: %s", snakemake.wildcards.tok, {k: int((table == i).sum()) for i, k in enumerate(KINDS)})
+table = token_table(tokenizer)
+save_token_table(table, snakemake.output.table, source.tokenizer_location)  # and its .json beside it
+log.info("%s: %s; text bytes per token: max %d, %d tokens of none (special)", snakemake.wildcards.tok,
+         {k: int((table.kinds == i).sum()) for i, k in enumerate(KINDS)}, int(table.n_bytes.max(initial=0)),
+         int((table.n_bytes == 0).sum()))  # fmt: skip

@@ -22,12 +22,7 @@ source = ModelSource(**{k: v for k, v in snakemake.params.source.items() if k !=
 where = f"{source.tokenizer_location}@{source.tokenizer_ref}" if source.tokenizer_ref else source.tokenizer_location
 tokenizer = load_tokenizer(source, label=f"tokenizer of models {snakemake.params.models} ({where})")
 docs = read_jsonl(snakemake.input.corpus)
-corpus, counts = tokenize_documents(
-    docs,
-    tokenizer,
-    add_special_tokens=snakemake.params.add_special_tokens,
-    max_scored_tokens=snakemake.params.max_scored_tokens,
-)
+corpus, counts = tokenize_documents(docs, tokenizer, add_special_tokens=snakemake.params.add_special_tokens)
 if counts["documents"] == 0:
     raise ValueError(f"{snakemake.input.corpus}: no document has two or more tokens")
 meta = {
@@ -38,7 +33,6 @@ meta = {
     "dataset": snakemake.wildcards.dataset,
     "dataset_revision": json.loads(open(snakemake.input.corpus_meta).read())["resolved_revision"],
     "add_special_tokens": snakemake.params.add_special_tokens,
-    "max_scored_tokens": snakemake.params.max_scored_tokens,
     **counts,
 }
 save_tokens(corpus, snakemake.output.tokens, meta)

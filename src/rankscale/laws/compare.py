@@ -42,18 +42,21 @@ def compare_forms(points: Points, y: np.ndarray, forms: Sequence[FitForm]) -> li
     whether it is the preferred one (lowest AICc; ties go to the form with fewer parameters).
 
     One row per form; its parameters under the union of the forms' columns, the richest form's first (NaN
-    where a form has none).
+    where a form has none). Where some form has bounded parameters, `not_identified` names those at a bound of
+    their domain in the fit (`FitForm.unidentified`, as powerlaw_fits.csv does): e.g. the offset law's floor E
+    at 0 when the data show no floor, a value that is where the search stopped, not an estimate.
     """
     y = np.asarray(y, dtype=np.float64)
     richest_first = sorted(forms, key=lambda form: -form.n_params)
     columns = list(dict.fromkeys(c for form in richest_first for c in form.columns))
+    bounded = any(form.bounds for form in forms)
     rows = []
     for form in forms:
         row: dict[str, Any] = {"form": form.name, **dict.fromkeys(columns, math.nan)}
         try:
             law = form.fit(points, y)
         except ValueError as exc:
-            rows.append({**row, "loo_rmse": math.nan, "aicc": math.nan, "note": str(exc)})
+            rows.append({**row, "loo_rmse": math.nan, "aicc": math.nan, **_marked(bounded, {}), "note": str(exc)})
             continue
         residual = np.log(y) - np.log(form.predict(law, points))
         rows.append(
@@ -62,6 +65,7 @@ def compare_forms(points: Points, y: np.ndarray, forms: Sequence[FitForm]) -> li
                 **law.row(),
                 "loo_rmse": leave_one_out_rmse(form, points, y),
                 "aicc": aicc(residual, form.n_params),
+                **_marked(bounded, form.unidentified(law, {}, float(np.median(y)))),  # the fit alone: no refits
                 "note": "",
             }
         )
@@ -70,3 +74,8 @@ def compare_forms(points: Points, y: np.ndarray, forms: Sequence[FitForm]) -> li
     for r in rows:
         r["preferred"] = r is best
     return rows
+
+
+def _marked(bounded: bool, unidentified: dict[str, str]) -> dict[str, str]:
+    """The `not_identified` column of a row (present where some compared form has bounded parameters)."""
+    return {"not_identified": "; ".join(unidentified.values())} if bounded else {}

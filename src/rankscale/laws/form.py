@@ -65,6 +65,7 @@ class FitForm:
     variables: tuple[str, ...] = ("S",)  # ("S", "D"): a law in size and training tokens
     exponent: str | None = "alpha"  # the parameter exponent contrasts compare (None: the form has none)
     bounds: dict[str, Bound] = field(default_factory=dict)  # parameters confined to a domain by the fit
+    log_linear: bool = False  # log y is linear in the parameters (OLS): a contrast of two laws is the law of y1 / y2
 
     def predict(self, law: FittedLaw, points: Points) -> np.ndarray:
         return law.predict(points)

@@ -215,6 +215,7 @@ POWER_LAW = FitForm(
     fit_replicates=PowerLaw.fit_replicates,
     predict_replicates=PowerLaw.predict_replicates,
     scaled=lambda law, factor: law.scaled(factor),
+    log_linear=True,
 )
 OFFSET_POWER_LAW = FitForm(
     name="offset_power_law",

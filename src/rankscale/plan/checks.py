@@ -82,12 +82,6 @@ def dataset_sections(config: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 def check_datasets(config: Mapping[str, Any], check_paths: bool = True) -> None:
     """Dataset entries that can be checked without loading them: each source's own checks."""
     for where, spec in dataset_sections(config).items():
-        if spec["max_scored_tokens"] and (spec.get("windows") or {}).get("max_windows_per_doc"):
-            warnings.warn(
-                f"{where}: max_scored_tokens counts every token of each document, but windows.max_windows_per_doc "
-                "scores only the first windows: fewer targets than max_scored_tokens will be scored",
-                stacklevel=2,
-            )
         try:
             check_dataset(spec, where, check_paths)
         except CorpusError as exc:

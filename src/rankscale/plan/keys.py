@@ -25,7 +25,7 @@ TRAIN_TOKENS = "train_tokens.json"  # in the ladder directory: the training text
 
 # dataset keys added after results existed: left out of params at their defaults, so corpora
 # (and everything downstream) made before them stay up to date
-LATER_DATASET_KEYS = {"format": None, "skip_invalid_records": False}
+LATER_DATASET_KEYS = {"format": None, "skip_invalid_records": False, "max_bytes": None}
 
 
 def slug(text: str) -> str:
@@ -47,7 +47,7 @@ def text_key(text: str) -> str:
 
 def corpus_params(spec: Mapping[str, Any]) -> dict[str, Any]:
     """What a corpus's text depends on: its entry less the settings later steps apply, canonical."""
-    dropped = ("windows", "max_scored_tokens")
+    dropped = ("windows",)
     return canonical(
         {
             k: v

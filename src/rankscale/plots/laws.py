@@ -1,5 +1,5 @@
-"""Figures of the scaling laws: a metric against S with its fit and intervals (paper Figs. 3-6, 8a),
-and the out-of-sample test of the laws (Fig. 9)."""
+"""Figures of the scaling laws: a metric against S with its fit and intervals (paper Figs. 3-6, 8a; Fig. 14,
+cross-entropy in bits per byte), and the out-of-sample test of the laws (Fig. 9)."""
 
 from __future__ import annotations
 
@@ -273,6 +273,15 @@ def fig_ce_vs_rbp1(data: FigureData, settings: Mapping[str, Any], png: Path) -> 
     save(fig, png)
 
 
+def fig_bits_per_byte(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+    """Cross-entropy in bits per byte of text against S, every family on one panel per dataset: unlike nats per
+    token, comparable between families whose tokenizers differ."""
+    fig, axes = grid(1, len(data.datasets), w=4.8, h=4.2)
+    for j, dataset in enumerate(data.datasets):
+        law_panel(axes[0, j], data, dataset, "bpb", None)
+    save(fig, png)
+
+
 EXTRAPOLATION_COLUMNS = ["metric", "k", "predicted", "predicted_ci_low", "predicted_ci_high", "observed"]
 
 
@@ -394,6 +403,21 @@ FIGURES = [
             "percentile intervals of the predictions of the law refitted on every bootstrap replicate. Points "
             "on the dashed line were predicted exactly (extrapolation.csv). A dataset where no family has three "
             "sizes says so instead. " + CLIP_NOTE
+        ),
+    ),
+    Figure(
+        name="fig14_bits_per_byte",
+        plot=fig_bits_per_byte,
+        tables=LAW_TABLES,
+        resampled=True,
+        caption=(
+            "Cross-entropy in bits per byte against S, one panel per dataset, every family on the same axes with "
+            "its power law (``metric = bpb`` in metrics.csv and powerlaw_fits.csv): the scored targets' summed "
+            "-log p over ln 2 times the UTF-8 bytes of their text, so families whose tokenizers cut the same text "
+            "into different tokens compare, which cross-entropy in nats per token does not. A document's first "
+            "token is never a target and counts in neither sum; a special token counts no byte. Within a family "
+            "scored on the same documents with one tokenizer, bpb is CE times a constant: its exponent is CE's. "
+            + INTERVAL_NOTE
         ),
     ),
 ]

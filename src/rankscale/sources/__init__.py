@@ -87,20 +87,27 @@ def load_corpus(
         materialised = list(docs)
         random.Random(spec["seed"]).shuffle(materialised)
         docs = materialised
-    out = _limit(docs, spec["max_documents"], spec["max_chars"])
+    out = _limit(docs, spec["max_documents"], spec["max_chars"], spec["max_bytes"])
     if skipped:
         log.warning("%s: %d invalid records skipped (skip_invalid_records)", where, len(skipped))
     return out, {"skipped_records": len(skipped)}
 
 
-def _limit(docs: Iterable[Document], max_documents: int | None, max_chars: int | None) -> list[Document]:
+def _limit(
+    docs: Iterable[Document], max_documents: int | None, max_chars: int | None, max_bytes: int | None
+) -> list[Document]:
+    """The first documents, in order, until a cap is reached: a rule on the dataset alone, so every tokenizer
+    (every family) scores the same documents and the bootstrap can draw them once for all."""
     out: list[Document] = []
-    chars = 0
+    chars = size = 0
     for doc in docs:
         if max_documents is not None and len(out) >= max_documents:
             break
         if max_chars is not None and chars >= max_chars:
             break
+        if max_bytes is not None and size >= max_bytes:
+            break
         out.append(doc)
         chars += len(doc.text)
+        size += len(doc.text.encode("utf-8"))
     return out

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -52,27 +52,27 @@ class SummarySettings:
 
 @dataclass(frozen=True)
 class Resampling:
-    """Which documents a bootstrap draws from: the n_units documents any model of the family scored
-    on the dataset; document d of this model's token file is unit `units[d]`."""
+    """Which documents a bootstrap draws from: the dataset's n_units documents (its corpus, the same for every
+    tokenizer); document d of this model's token file is unit `units[d]`. The draws depend on (seed, dataset, N)
+    alone, so every model of every family scored on the dataset sees the same resample: families compare paired."""
 
     units: np.ndarray
     n_units: int
     replicates: int
     seed: int
-    family: str
     dataset: str
 
     @classmethod
-    def for_family(
-        cls, own: np.ndarray, family: Sequence[np.ndarray], replicates: int, seed: int, family_name: str, dataset: str
-    ) -> Resampling:
-        """`own`, `family`: corpus indices of the documents this model's and each family tokenizer's token file kept."""
-        universe = np.unique(np.concatenate([np.asarray(u, dtype=np.int64) for u in [own, *family]]))
-        return cls(np.searchsorted(universe, own), len(universe), replicates, seed, family_name, dataset)
+    def for_dataset(cls, own: np.ndarray, n_documents: int, replicates: int, seed: int, dataset: str) -> Resampling:
+        """`own`: the corpus index of each document of this model's token file; `n_documents`: the corpus's."""
+        own = np.asarray(own, dtype=np.int64)
+        if own.size and (own.min() < 0 or own.max() >= n_documents):
+            raise ValueError(f"dataset {dataset}: a token file's documents lie outside its corpus of {n_documents}")
+        return cls(own, int(n_documents), replicates, seed, dataset)
 
     def draws(self, replicates: int) -> Any:
         """Blocks of draw counts of the first `replicates` replicates, [b, n_units] each."""
-        return resample_counts(self.n_units, replicates, self.seed, self.family, self.dataset)
+        return resample_counts(self.n_units, replicates, self.seed, self.dataset)
 
 
 @dataclass(frozen=True)
@@ -133,14 +133,27 @@ def per_document(
     emergence_k: list[int],
     emergence_n: list[int],
     stratified: tuple[np.ndarray, int, list[int]] | None = None,
+    token_bytes: np.ndarray | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """(documents, statistics): every per-document statistic, one row per scored document (token-file order);
-    `stratified`: each token's stratum of each kind, the number of strata and their k (`rankscale.strata.assign`)."""
+    `stratified`: each token's stratum of each kind, the number of strata and their k (`rankscale.strata.assign`);
+    `token_bytes`: each token id's UTF-8 byte length (`rankscale.token_kinds.byte_table`; without it, no
+    `sum_bytes` and so no bits per byte)."""
     docs, row = np.unique(arrays.doc, return_inverse=True)
     index, n_strata, strata_k = stratified if stratified is not None else (None, 0, [])
+    n_bytes = None if token_bytes is None else target_bytes(arrays.target, token_bytes)
     scored = Scored(arrays.rank, arrays.logprob, row, len(docs), segment_starts(arrays.doc, arrays.pos), ks,
-                    emergence_k, emergence_n, index, n_strata, strata_k)  # fmt: skip
-    return docs, {statistic.name: statistic.per_document(scored) for statistic in document_statistics()}
+                    emergence_k, emergence_n, index, n_strata, strata_k, n_bytes)  # fmt: skip
+    stats = {statistic.name: statistic.per_document(scored) for statistic in document_statistics()}
+    return docs, {name: value for name, value in stats.items() if value is not None}
+
+
+def target_bytes(target: np.ndarray, token_bytes: np.ndarray) -> np.ndarray:
+    """Per scored token, the UTF-8 byte length of its target's text (`token_bytes` indexed by token id)."""
+    if target.size and int(target.max()) >= token_bytes.size:
+        raise ValueError(f"target token id {int(target.max())} is outside the tokenizer's byte table of "
+                         f"{token_bytes.size} tokens: the token table is not this rank array's tokenizer's")  # fmt: skip
+    return np.asarray(token_bytes, dtype=np.int64)[target.astype(np.int64)]
 
 
 def summarize(
@@ -151,9 +164,11 @@ def summarize(
     info: ModelInfo,
     windows: WindowSpec,
     kind_table: np.ndarray | None,
+    token_bytes: np.ndarray | None = None,
 ) -> tuple[Summary, np.ndarray, dict[str, np.ndarray]]:
     """(summary, rank histogram, bootstrap arrays) of one rank array; `meta` is its sidecar, `windows` how its
-    documents were cut (the context strata) and `kind_table` its tokenizer's token kinds (the kind stratum)."""
+    documents were cut (the context strata), `kind_table` its tokenizer's token kinds (the kind stratum) and
+    `token_bytes` their UTF-8 byte lengths (cross-entropy in bits per byte; None: the summary has none)."""
     vocab_size = int(meta["vocab_size"])
     if arrays.rank.size == 0:
         raise ValueError(f"{meta['model']} / {meta['dataset']}: no scored tokens")
@@ -165,12 +180,12 @@ def summarize(
     strata_k = [k for k in settings.strata.k if k <= vocab_size]
     tokens = StrataTokens(arrays.target, arrays.doc, arrays.pos, windows, kind_table)
     strata, index = assign(replace(settings.strata, k=strata_k), tokens)
-    docs, stats = per_document(arrays, ks, emergence_k, emergence_n, (index, len(strata), strata_k))
+    docs, stats = per_document(arrays, ks, emergence_k, emergence_n, (index, len(strata), strata_k), token_bytes)
     row = np.searchsorted(docs, arrays.doc)
     pairs = RankPairs.of(row, arrays, vocab_size)
     tests, llr = rank_tests(hist, pairs, len(docs))
     units = resampling.units[docs]
-    keys = (resampling.seed, resampling.family, resampling.dataset)
+    keys = (resampling.seed, resampling.dataset)
     replicates = replicate_totals({**stats, **llr}, units, resampling.n_units, resampling.replicates, *keys)
     distribution = distribution_statistics(
         *rank_sums(arrays.rank, arrays.logprob, vocab_size), law_k, settings.truncate

@@ -11,16 +11,30 @@ interval over the document-level paired bootstrap replicates of the summaries (d
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pandas as pd
 
+from rankscale.atomic import atomic_path
 from rankscale.summary import Summary
-from rankscale.tables import cross_family, distribution, emergence, laws, metrics, seeds, strata, training
+from rankscale.tables import (
+    cross_family,
+    distribution,
+    emergence,
+    families,
+    laws,
+    metrics,
+    seeds,
+    strata,
+    training,
+)
 from rankscale.tables.base import Replicates, Table, TableInputs, TableSettings, read_table, typed
 from rankscale.tables.selection import FitIndex, LawFit, LawKey, finals, select
 
 TABLES: dict[str, Table] = {
-    t.name: t for module in (metrics, laws, cross_family, distribution, emergence, training, seeds, strata) for t in module.TABLES
+    t.name: t
+    for module in (metrics, laws, cross_family, families, distribution, emergence, training, seeds, strata)
+    for t in module.TABLES
 }
 
 
@@ -34,6 +48,19 @@ def build_table(
     """Build table `name` from the summaries, the tables it needs and the bootstrap replicates."""
     table = TABLES[name]
     return table.build(TableInputs(list(summaries), settings, {n: tables[n] for n in table.needs}, replicates))
+
+
+def write_table(name: str, frame: pd.DataFrame, path: str | Path) -> None:
+    """Write table `name` to `path` as CSV, at full precision (papers quote these), under a temporary name renamed
+    into place. A table keeps its header when it has no rows: a frame without column names is refused, since its
+    file would be one newline, which pandas.read_csv refuses (its builder returns its columns: `base.rows_frame`)."""
+    if len(frame.columns) == 0:
+        raise ValueError(
+            f"table {name!r} has no column names: its builder must give its columns when it has no rows "
+            "(rankscale.tables.base.rows_frame), so that its file keeps a header"
+        )
+    with atomic_path(path, suffix=".csv") as tmp:
+        frame.to_csv(tmp, index=False)
 
 
 __all__ = [
@@ -50,4 +77,5 @@ __all__ = [
     "read_table",
     "select",
     "typed",
+    "write_table",
 ]

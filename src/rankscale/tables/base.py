@@ -113,10 +113,23 @@ def optional_columns(frame: pd.DataFrame, *names: str) -> pd.DataFrame:
     return frame.drop(columns=empty)
 
 
+def rows_frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
+    """A table of `rows`; with no rows, an empty table under `columns` (those its rows have): a table with no
+    rows keeps its header, as `rankscale.tables.write_table` requires (pandas.read_csv refuses a file without)."""
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(columns))
+
+
+def interval_columns(name: str) -> tuple[str, str, str]:
+    """The columns `with_intervals` gives `name`: the value and its interval."""
+    return name, f"{name}_ci_low", f"{name}_ci_high"
+
+
 def read_table(path: str | Path) -> pd.DataFrame:
     """A table as written (full precision, read back bit for bit; k and D as nullable integers).
 
-    A table with no rows (e.g. fits in D when no model has checkpoints) reads back empty.
+    A table with no rows (e.g. fits in D when no model has checkpoints) reads back empty, under its header; a
+    file with no header at all (how such tables were written before they kept theirs) reads back as a frame with
+    neither rows nor columns.
     """
     try:
         return pd.read_csv(path, dtype=dict.fromkeys(INTEGER_COLUMNS, "Int64"))

@@ -12,11 +12,16 @@ import pandas as pd
 from rankscale.bootstrap import p_value
 from rankscale.laws import FitForm, FittedLaw
 from rankscale.metrics import METRICS
-from rankscale.tables.base import Replicates, Table, typed, with_intervals
-from rankscale.tables.laws import LAW_SETTINGS, LawRefits, law_form, law_k_rows
+from rankscale.tables.base import Replicates, Table, interval_columns, rows_frame, typed, with_intervals
+from rankscale.tables.laws import LAW_SETTINGS, LawRefits, between_family_rows, law_form
 from rankscale.tables.selection import FitIndex, LawKey, finals, note_last, optional_int, single_size
 
 NO_LAW_FAMILY = "no family with a law on this dataset"
+COLUMNS = (
+    "family", "model", "dataset", "S", "law_family", "metric", "k", "law_n_models", "law_S_min", "law_S_max",
+    "S_over_law_S_max", *interval_columns("predicted"), *interval_columns("observed"), *interval_columns("ratio"),
+    "p_value", "noise", "note",
+)  # fmt: skip
 
 
 def cross_family_table(
@@ -32,9 +37,9 @@ def cross_family_table(
     """Each model of a family with fewer than two sizes (e.g. one pretrained model) against the law of every
     family that has one on its dataset: the law's -log RBP_k (k of `ks`) and CE at the model's S, with the interval
     of the law refitted on every replicate (as extrapolation.csv's), the measured value with its document-bootstrap
-    interval, and measured / predicted. The two families' document draws are independent (each family is
-    resampled on its own), so the ratio's replicates pair them draw by draw."""
-    final = law_k_rows(finals(metrics), ks)
+    interval, and measured / predicted. Every family on a dataset scores the same documents, drawn once for all
+    in each replicate, so the ratio's replicates are paired draw by draw: documents hard for both cancel."""
+    final = between_family_rows(finals(metrics), ks)
     index, laws = FitIndex(fits, form), _LawCache(final, replicates, form, refits, seed)
     sizes = final.groupby(["dataset", "family"])["S"].nunique()  # a family with a law on a dataset has two or more
     rows: list[dict[str, Any]] = []
@@ -49,7 +54,7 @@ def cross_family_table(
             for _, measured in own.iterrows():
                 key = LawKey(law_family, dataset, METRICS[measured["metric"]].law, optional_int(measured["k"]))
                 rows.append({**base, **_cross_family_row(measured, key, index, laws, replicates, level)})
-    return note_last(typed(pd.DataFrame(rows)))
+    return note_last(typed(rows_frame(rows, COLUMNS)))  # no rows (every family has a law): the header alone
 
 
 class _LawCache:
@@ -86,7 +91,7 @@ def _cross_family_row(
     with np.errstate(divide="ignore", invalid="ignore"):
         measured_reps = metric.to_law(replicates.at(measured["model"], key.dataset, metric.name, key.k))
         n = min(len(measured_reps), len(predicted))
-        ratio = measured_reps[:n] / predicted[:n]  # independent draws of the two families, paired by index
+        ratio = measured_reps[:n] / predicted[:n]  # the same document draw for both families
     return {
         **row,
         "law_n_models": len(group),
@@ -123,14 +128,14 @@ TABLES = [
             "Where a model of a family with fewer than two sizes (``family``, ``model``: e.g. one pretrained model) "
             "sits against the law of another family (``law_family``) on the same dataset: the law "
             "(``analysis.law_form``, fitted to ``law_n_models`` models between ``law_S_min`` and ``law_S_max``) "
-            "predicts -log RBP_k (``metric = neg_log_rbp``, k of ``analysis.law_k``) and cross-entropy at the model's "
+            "predicts -log RBP_k (``metric = neg_log_rbp``, k of ``analysis.law_k``), cross-entropy and "
+            "cross-entropy in bits per byte (``bpb``, comparable across tokenizers) at the model's "
             "S (``S_over_law_S_max``: how far beyond the law's sizes). ``predicted_ci_*``: percentile interval of the "
-            "law refitted on every bootstrap replicate (with seeds, one for a new run's value, as in "
-            "extrapolation.csv); ``observed_ci_*``: the model's document-bootstrap interval; ``ratio`` = observed / "
-            "predicted, its interval and ``p_value`` (ratio = 1, two-sided) from the two replicates combined draw "
-            "by draw. Each family's documents are resampled on their own, so the two draws are independent; "
-            "documents hard for both families would make them correlated, which this interval does not use, so "
-            "it errs wide. A ``note`` says why a row has no numbers (no family with a law on the dataset, a law "
+            "law refitted on every bootstrap replicate, for a new model's value: the law's sizes' scatter (tau^2) "
+            "and a new size's deviation included, and with seeds a new run's; ``observed_ci_*``: the model's "
+            "document-bootstrap interval; ``ratio`` = observed / predicted, its interval and ``p_value`` (ratio = "
+            "1, two-sided) from the two combined draw by draw. Both families score the same documents, drawn once "
+            "for both in every replicate, so the ratio is paired. A ``note`` says why a row has no numbers (no family with a law on the dataset, a law "
             "not fitted). Empty when every family has two or more sizes."
         ),
     ),

@@ -16,6 +16,7 @@ from rankscale.rankdist import FAMILIES, bound_note
 from rankscale.statistics import TOKENS
 from rankscale.summary import RankTest, Summary
 from rankscale.tables.base import Replicates, Table, optional_columns, with_intervals
+from rankscale.tables.noise import line_with_sizes
 
 LOGNORMAL = "lognormal"  # the rank test entry of the lognormal itself (the others are its alternatives)
 
@@ -128,9 +129,12 @@ def _trend_value(mu: Any, sigma: Any, quantity: str) -> Any:
     return mu / sigma if quantity == "mu_over_sigma" else mu if quantity == "mu" else sigma
 
 
-def lognormal_trends_table(summaries: Sequence[Summary], replicates: Replicates, level: float) -> pd.DataFrame:
+def lognormal_trends_table(
+    summaries: Sequence[Summary], replicates: Replicates, level: float, seed: int | None
+) -> pd.DataFrame:
     """Hypothesis 2 of the paper: mu, sigma and mu/sigma of the fitted lognormal, linear in log S,
-    per family x dataset, with slope, intercept and R^2 refitted on every replicate."""
+    per family x dataset, with slope, intercept and R^2 refitted on every replicate (the sizes' scatter around
+    the line included: `rankscale.tables.noise.line_with_sizes`)."""
     rows = []
     groups: dict[tuple[str, str], list[Summary]] = {}
     for s in summaries:
@@ -156,10 +160,16 @@ def lognormal_trends_table(summaries: Sequence[Summary], replicates: Replicates,
                 [_trend_value(replicates.totals[s.key]["mu"], replicates.totals[s.key]["sigma"], quantity)
                  for s in group], axis=1,
             )  # fmt: skip
+            groups = [s.replica_of or s.model for s in group]
+            size_level, samples = line_with_sizes(x, y, samples, groups, seed, (family, dataset, quantity))
             fit, reps = ols(x, y[None, :].astype(np.float64)), ols(x, samples)
             for p in ("slope", "intercept", "r2"):
                 row.update(with_intervals(float(fit[p][0]), reps[p], level, p))
-            rows.append({**row, "note": said})
+            if size_level is not None:
+                row.update(tau2=size_level.tau2, lof_q=size_level.q, lof_df=size_level.q_df, lof_p=size_level.q_p,
+                           df=size_level.df if np.isfinite(size_level.df) else math.nan)  # fmt: skip
+            noise = "documents" + ("+seeds" if len(set(groups)) < len(groups) else "")
+            rows.append({**row, "noise": noise + ("+sizes" if size_level is not None else ""), "note": said})
     return pd.DataFrame(rows)
 
 
@@ -225,13 +235,18 @@ TABLES = [
     ),
     Table(
         name="lognormal_trends",
-        build=lambda inputs: lognormal_trends_table(finals_of(inputs.summaries), inputs.needed(), inputs.level),
+        build=lambda inputs: lognormal_trends_table(
+            finals_of(inputs.summaries), inputs.needed(), inputs.level, inputs.settings.get("seed")
+        ),
         resampled=True,
-        settings=("level",),
+        settings=("level", "seed"),
         caption=(
             "Hypothesis 2 of the paper: mu, sigma and mu/sigma of the fitted lognormal against log S, per family "
             "and dataset: slope, intercept and R² of the least-squares line, with intervals from refitting "
-            "on every bootstrap replicate. Models without an identified lognormal (a parameter at a bound, or "
+            "on every bootstrap replicate, which carry the sizes' scatter around the line too (``tau2``, in the "
+            "quantity's units, by REML with the replicates' full covariance; ``lof_q``, ``lof_df``, ``lof_p``: "
+            "lack of fit against documents alone; ``df``: Satterthwaite degrees of freedom; as in "
+            "powerlaw_fits.csv). Models without an identified lognormal (a parameter at a bound, or "
             "none fitted) are left out, and ``note`` names them; ``n_models`` counts the models fitted. Fewer "
             "than two sizes left: a note row."
         ),

@@ -9,18 +9,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.bootstrap import interval, p_value
+from rankscale.bootstrap import interval
 from rankscale.conjecture import markov_run_rate
 from rankscale.laws import FitForm, Points
 from rankscale.metrics import METRICS
 from rankscale.statistics import PAIRS_BOTH_HIT, PAIRS_PREV_HIT, RUN_HITS, RUN_WINDOWS
 from rankscale.summary import Summary
-from rankscale.tables.base import Replicates, Table, TableInputs, typed, with_intervals
+from rankscale.tables.base import Replicates, Table, TableInputs, interval_columns, rows_frame, typed, with_intervals
 from rankscale.tables.distribution import finals_of
-from rankscale.tables.laws import law_form
+from rankscale.tables.laws import exponent_contrast, law_form
+from rankscale.tables.noise import LawNoise, Noise
 from rankscale.tables.selection import FitIndex, LawKey, size_note
 
 RBP = METRICS["rbp"]
+# the header of emergence_laws.csv when it has no rows (a form without an exponent, no family of one size)
+LAWS_COLUMNS = ("family", "dataset", "k", "N", "n_models", *interval_columns("alpha_runs"), "alpha_k",
+                *interval_columns("difference"), "p_value", "tau2", "tau2_difference", "noise", "C_runs", "C_ratio",
+                "r2", "note")  # fmt: skip
 
 
 def emergence_table(
@@ -86,7 +91,7 @@ def _run_intervals(s: Summary, row: dict[str, Any], replicates: Replicates, leve
 
 def emergence_laws_table(
     summaries: Sequence[Summary], fits: pd.DataFrame, replicates: Replicates, level: float, form: FitForm,
-    refits: int,
+    refits: int, seed: int | None,
 ) -> pd.DataFrame:  # fmt: skip
     """The paper's claim -log p_{N,k} = N C S^-alpha tested on the measured run rates: per family x dataset
     x k x N, the law fitted to -log(empirical N-run rate), its exponent against alpha_k of -log RBP_k
@@ -112,7 +117,9 @@ def emergence_laws_table(
                 continue
             with np.errstate(divide="ignore"):
                 rbp_reps = RBP.to_law(np.stack([replicates.at(s.model, s.dataset, RBP.name, k) for s in group], axis=1))
-            alpha_k = form.fit_replicates(points, rbp_reps, fit_k.law, refits)[exponent]
+                y_k = RBP.to_law(np.array([RBP.compute(s.totals())[s.k.index(k)] for s in group]))
+            models = pd.DataFrame({"model": [s.model for s in group], "replica_of": [s.replica_of for s in group],
+                                   "family": family, "dataset": dataset})  # fmt: skip
             for n in first.emergence_N:
                 observed = np.array([s.run(k, n).empirical for s in group])
                 row: dict[str, Any] = {"family": family, "dataset": dataset, "k": k, "N": n, "n_models": len(group)}
@@ -126,26 +133,32 @@ def emergence_laws_table(
                     samples = -np.log(
                         np.stack([run_replicates(s, k, n, replicates)["empirical"] for s in group], axis=1)
                     )
-                alpha_n = form.fit_replicates(points, samples, law, refits)[exponent]
-                point = law.row()[exponent] - fit_k.value(exponent)
-                difference = alpha_n - alpha_k
-                low, high = interval(difference, level, point)
+                n_reps = min(len(samples), len(rbp_reps))
+                noise = Noise.of(models, n_reps, seed)
+                keys = (family, dataset)
+                runs = LawNoise.of(form, law, points, y, samples[:n_reps], noise, keys)
+                alpha_n = runs.refit(form, law, points, refits)[exponent]
+                contrast = exponent_contrast(form, points, (law, fit_k.law), (y, y_k), (samples[:n_reps],
+                                             rbp_reps[:n_reps]), noise, keys, refits).row(level)  # fmt: skip
                 rows.append(
                     {
                         **row,
                         **with_intervals(law.row()[exponent], alpha_n, level, "alpha_runs"),
                         "alpha_k": fit_k.value(exponent),
-                        "difference": point,
-                        "difference_ci_low": float(low),
-                        "difference_ci_high": float(high),
-                        "p_value": p_value(difference),
+                        "difference": law.row()[exponent] - fit_k.value(exponent),
+                        "difference_ci_low": contrast["ci_low"],
+                        "difference_ci_high": contrast["ci_high"],
+                        "p_value": contrast["p_value"],
+                        "tau2": runs.columns()["tau2"],
+                        "tau2_difference": contrast["tau2"],
+                        "noise": runs.label,
                         "C_runs": law.row().get("C", math.nan),
                         "C_ratio": law.row().get("C", math.nan) / (n * fit_k.record.get("C", math.nan)),
                         "r2": law.row()["r2"],
                         "note": "",
                     }
                 )
-    df = typed(pd.DataFrame(rows))
+    df = typed(rows_frame(rows, LAWS_COLUMNS))  # no rows (a form without an exponent): the header alone
     return df.astype({"N": "Int64"}) if "N" in df else df  # missing on a note row: N stays an integer
 
 
@@ -180,16 +193,19 @@ TABLES = [
             inputs.level,
             _form(inputs),
             int(inputs.settings.get("refits")),
+            inputs.settings.get("seed"),
         ),
         needs=("powerlaw_fits",),
         resampled=True,
-        settings=("level", "law_form", "refits"),
+        settings=("level", "law_form", "refits", "seed"),
         caption=(
             "The paper's emergence law -log p_{N,k} = N C S^-alpha tested on measured run rates: per family, "
             "dataset, k and N, the power law fitted to -log(empirical N-run rate), its exponent "
-            "``alpha_runs`` against ``alpha_k`` of -log RBP_k (``difference`` with its paired-bootstrap interval "
-            "and p-value), and ``C_ratio`` = C_runs / (N C), 1 if positions were independent. A family of one size "
-            "has no law: one row per dataset says so in ``note``."
+            "``alpha_runs`` against ``alpha_k`` of -log RBP_k (``difference``: the exponent of the law of their "
+            "ratio, with its paired-bootstrap interval and p-value), and ``C_ratio`` = C_runs / (N C), 1 if positions were independent. A family of one size "
+            "has no law: one row per dataset says so in ``note``. Every interval includes the sizes' scatter "
+            "around the law (``tau2`` of the runs' law, ``tau2_difference`` of the ratio's, ``noise``; "
+            "powerlaw_fits.csv says how)."
         ),
     ),
 ]

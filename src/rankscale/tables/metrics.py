@@ -22,6 +22,8 @@ def metrics_table(summaries: Iterable[Summary], replicates: Replicates | None, l
         base = s.columns()
         totals = s.totals()
         for metric in METRICS.values():
+            if any(statistic.name not in totals for statistic in metric.statistics):
+                continue  # a summary made without what the metric sums (no byte lengths: no bits per byte)
             values = np.atleast_1d(metric.compute(totals))
             ks: list[Any] = list(s.k) if metric.per_k else [pd.NA]
             if replicates is not None:
@@ -45,7 +47,8 @@ TABLES = [
         caption=(
             "Tidy metrics: one row per model, dataset and metric. ``metric = rbp`` rows give RBP_k "
             "(fraction of scored tokens whose correct token ranks <= k) on a log-spaced k grid from 1 to "
-            "the vocabulary size; ``metric = ce`` rows give the cross-entropy in nats. S is the number of "
+            "the vocabulary size; ``metric = ce`` rows give the cross-entropy in nats per token, ``metric = bpb`` "
+            "the same in bits per UTF-8 byte of the scored targets' text (comparable across tokenizers). S is the number of "
             "non-embedding parameters; n_tokens the number of scored tokens. ``ci_low``, ``ci_high``: "
             "percentile interval (``analysis.bootstrap.level``) of a bootstrap over documents (tokens of one "
             "document are correlated, so documents, not tokens, are resampled). ``quantization`` (where "

@@ -2,11 +2,13 @@
 
 The documents always (every replicate is one document draw, the same for every model of a family);
 the training runs too wherever some size of the law has several seeds: the hierarchical bootstrap
-resamples the runs within each size on top (`rankscale.bootstrap.with_seed_noise`).
+resamples the runs within each size on top (`rankscale.bootstrap.with_seed_noise`); and the sizes' own
+scatter around the law, beyond what documents and seeds explain (`LawNoise`, `rankscale.laws.random_effects`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -14,6 +16,18 @@ import numpy as np
 import pandas as pd
 
 from rankscale.bootstrap import has_replicas, seed_draws, seed_sequence, with_seed_noise
+from rankscale.laws import FitForm, FittedLaw, Points
+from rankscale.laws.form import Replicates as Refitted
+from rankscale.laws.random_effects import (
+    SizeDraws,
+    SizeLevel,
+    fit_size_level,
+    log_design,
+    ols_map,
+    replicate_covariance,
+    size_matrix,
+    with_size_level,
+)
 from rankscale.metrics import METRICS
 from rankscale.tables.base import Replicates
 from rankscale.tables.selection import optional_int
@@ -76,3 +90,126 @@ def law_replicates(group: pd.DataFrame, replicates: Replicates) -> np.ndarray:
                for m, d, s in zip(group["model"], group["dataset"], strata, strict=True)]  # fmt: skip
     with np.errstate(divide="ignore"):
         return metric.to_law(np.stack(columns, axis=1))
+
+
+@dataclass(frozen=True)
+class LawNoise:
+    """A law's replicates with every source of noise: the documents, the seeds where sizes have several (`Noise`),
+    and the sizes' scatter around the law (`SizeLevel`: tau^2 by REML with the replicates' full covariance), so a
+    percentile interval of anything refitted on them (parameters, bands, predictions) includes all three."""
+
+    noise: Noise
+    size_level: SizeLevel | None  # None: as many sizes as parameters, no scatter to estimate
+    documents: np.ndarray  # [B, points] of the fitted quantity: documents (+ seeds)
+    replicates: np.ndarray  # [B, points]: documents (+ seeds) (+ sizes)
+    draws: SizeDraws | None
+
+    @classmethod
+    def of(cls, form: FitForm, law: FittedLaw, points: Points, y: np.ndarray, document_reps: np.ndarray,
+           noise: Noise, keys: Sequence[str]) -> LawNoise:  # fmt: skip
+        """The size level of the law `law` fitted to `y` at `points`, from replicates [B, points] that resample
+        the documents (the seed level is added here where `noise` has one); draws seeded by `keys` (a family and
+        dataset: every law of them shares the draws, so their contrasts stay paired)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            reps = noise.apply(document_reps)
+            log_reps, log_y = np.log(reps), np.log(np.asarray(y, dtype=np.float64))
+        level = size_level_of(form, law, points, log_y, log_reps, noise.groups)
+        if level is None:
+            return cls(noise, None, reps, reps, None)
+        rng = np.random.default_rng(seed_sequence(noise.seed or 0, *keys, "sizes"))
+        draws = SizeDraws.of(level, size_matrix(noise.groups), len(reps), rng)
+        return cls(noise, level, reps, np.exp(draws.apply(log_y, log_reps)), draws)
+
+    @property
+    def label(self) -> str:
+        return self.noise.label + ("+sizes" if self.size_level is not None else "")
+
+    @property
+    def new_size(self) -> np.ndarray:
+        """[B] a new size's log deviation off the law (0 without a size level)."""
+        return np.zeros(len(self.documents)) if self.draws is None else self.draws.new
+
+    def refit(self, form: FitForm, law: FittedLaw, points: Points, refits: int) -> Refitted:
+        """The law's parameters on every replicate, the size level included (`refit_both`)."""
+        return self.refit_both(form, law, points, refits)[0]
+
+    def refit_both(self, form: FitForm, law: FittedLaw, points: Points, refits: int) -> tuple[Refitted, Refitted]:
+        """The law's parameters on every replicate with the size level, and on the documents (and seeds) alone.
+        A form linear in log space (the power law) is refitted on `replicates` (exact); another is refitted on
+        the document replicates only, and the size level added through its linearisation at the fit
+        (`SizeDraws.shift_parameters`), so its refits cost what they did and converge as they did; parameters
+        stay inside their domain."""
+        documents = form.fit_replicates(points, self.documents, law, refits)
+        if self.draws is None:
+            return documents, documents
+        if form.log_linear:
+            return form.fit_replicates(points, self.replicates, law, refits), documents
+        refitted = documents
+        X, names = log_design(form, law, points)
+        if not names:
+            return documents, documents
+        theta = np.array([float(law.row()[n]) for n in names])
+        shifted = self.draws.shift_parameters(theta, np.stack([refitted[n] for n in names], axis=1), ols_map(X))
+        out = dict(refitted)
+        for j, name in enumerate(names):
+            bound = form.bounds.get(name)
+            out[name] = shifted[:, j] if bound is None else np.clip(shifted[:, j], bound.low, bound.high)
+        return out, documents
+
+    def columns(self) -> dict[str, float]:
+        """The size level's columns of a law's row: tau^2 (log space), the lack-of-fit Q, its df and p-value, and
+        the Satterthwaite degrees of freedom of the exponent's variance (NaN where there is no size level)."""
+        level = self.size_level
+        if level is None:
+            return dict.fromkeys(SIZE_LEVEL_COLUMNS, math.nan)
+        df = level.df if np.isfinite(level.df) else math.nan
+        return {"tau2": level.tau2, "lof_q": level.q, "lof_df": level.q_df, "lof_p": level.q_p, "df": df}
+
+
+SIZE_LEVEL_COLUMNS = ("tau2", "lof_q", "lof_df", "lof_p", "df")
+
+
+def size_level_of(
+    form: FitForm, law: FittedLaw, points: Points, log_y: np.ndarray, log_reps: np.ndarray, groups: Sequence[str]
+) -> SizeLevel | None:
+    """tau^2 and the lack of fit of a law in log space (None where the points cannot show scatter: no more points
+    than parameters, a point that is not positive, or too few finite replicates)."""
+    if not np.all(np.isfinite(log_y)):
+        return None
+    X, names = log_design(form, law, points)
+    if not names:  # every parameter at a bound of its domain: nothing left to linearise
+        return None
+    contrast = np.zeros(len(names))
+    contrast[names.index(form.exponent) if form.exponent in names else 0] = 1.0
+    try:
+        V = replicate_covariance(log_reps)
+        return fit_size_level(X, log_y, V, size_matrix(groups), contrast)
+    except (ValueError, np.linalg.LinAlgError):
+        return None
+
+
+def law_noise(group: pd.DataFrame, replicates: Replicates, form: FitForm, law: FittedLaw, points: Points,
+              seed: int | None) -> LawNoise:  # fmt: skip
+    """The `LawNoise` of a (family, dataset, metric, k) group's law (`law_replicates`: one stratum's where the rows
+    say which)."""
+    reps = law_replicates(group, replicates)
+    metric = METRICS[group["metric"].iloc[0]]
+    y = metric.to_law(group["value"].to_numpy(dtype=np.float64))
+    keys = (str(group["family"].iloc[0]), str(group["dataset"].iloc[0]))
+    return LawNoise.of(form, law, points, y, reps, Noise.of(group, len(reps), seed), keys)
+
+
+def line_with_sizes(
+    x: np.ndarray, y: np.ndarray, samples: np.ndarray, groups: Sequence[str], seed: int | None, keys: Sequence[str]
+) -> tuple[SizeLevel | None, np.ndarray]:
+    """A straight line y = a + b x across models in y's own units (the lognormal's mu against log S): its size
+    level and replicates [B, M] that carry it (the `samples` themselves where no scatter can be estimated)."""
+    X = np.stack([np.ones_like(x), x], axis=1)
+    try:
+        level = fit_size_level(X, y, replicate_covariance(samples), size_matrix(groups), np.array([0.0, 1.0]))
+    except (ValueError, np.linalg.LinAlgError):
+        level = None
+    if level is None:
+        return None, samples
+    rng = np.random.default_rng(seed_sequence(seed or 0, *keys, "sizes"))
+    return level, with_size_level(y, samples, size_matrix(groups), level, rng)[0]

@@ -19,10 +19,36 @@ import pandas as pd
 from rankscale.bootstrap import has_replicas, seed_draws
 from rankscale.laws import FitForm, Points
 from rankscale.metrics import METRICS
-from rankscale.tables.base import Replicates, Table, TableInputs, law_parameters, typed, with_intervals
+from rankscale.tables.base import (
+    Replicates,
+    Table,
+    TableInputs,
+    interval_columns,
+    law_parameters,
+    rows_frame,
+    typed,
+    with_intervals,
+)
 from rankscale.tables.laws import GROUP, fit_or_note, law_form
-from rankscale.tables.noise import law_replicates
+from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_replicates
 from rankscale.tables.selection import FitIndex, LawKey, finals, optional_int
+
+VARIANCE_COLUMNS = (
+    "family", "dataset", "size", "S", "metric", "k", "n_seeds", "seeds", "mean", "sd_seeds",
+    *interval_columns("var_seeds"), "var_documents", *interval_columns("share_seeds"),
+)  # fmt: skip
+
+
+def seed_fits_columns(form: FitForm) -> list[str]:
+    """The columns of seed_fits.csv fitted as `form`, which its header keeps when no size has several seeds."""
+    columns = ["family", "dataset", "metric", "k", "seed", "n_models"]
+    columns += [c for p in form.columns for c in interval_columns(p)]
+    columns += [*SIZE_LEVEL_COLUMNS, "noise"]
+    columns += ["not_identified"] if form.bounds else []
+    columns += ["note", "n_seeds", "exponent_seed_mean", "exponent_seed_sd", "exponent_seed_min", "exponent_seed_max"]
+    if form.exponent:
+        columns += ["exponent_pooled", "exponent_pooled_ci_low", "exponent_pooled_ci_high", "pooled_noise"]
+    return columns
 
 
 def _wanted(metrics: pd.DataFrame, ks: Sequence[int]) -> pd.DataFrame:
@@ -79,7 +105,7 @@ def seed_variance_table(
                     **with_intervals(share, share_b, level, "share_seeds"),
                 }
             )
-    return typed(pd.DataFrame(rows))
+    return typed(rows_frame(rows, VARIANCE_COLUMNS))  # no size with several seeds: the header alone
 
 
 def seed_fits_table(
@@ -104,9 +130,11 @@ def seed_fits_table(
             if law is None:
                 per_seed.append({**row, "note": note})
                 continue
-            refitted = form.fit_replicates(points, law_replicates(runs, replicates), law, refits)
+            reps = law_replicates(runs, replicates)
+            honest = LawNoise.of(form, law, points, y, reps, Noise.of(runs, len(reps), None), (family, dataset))
+            refitted = honest.refit(form, law, points, refits)
             parameters, unidentified = law_parameters(form, law, refitted, level, float(np.median(y)))
-            row.update(parameters)
+            row.update({**parameters, **honest.columns(), "noise": honest.label})
             if form.bounds:
                 row["not_identified"] = "; ".join(unidentified.values())
             per_seed.append({**row, "note": ""})
@@ -123,7 +151,7 @@ def seed_fits_table(
             spread.update(exponent_pooled=pooled.value(form.exponent), exponent_pooled_ci_low=low,
                           exponent_pooled_ci_high=high, pooled_noise=pooled.record.get("noise", ""))  # fmt: skip
         rows.extend({**r, **spread} for r in per_seed)
-    return typed(pd.DataFrame(rows))
+    return typed(rows_frame(rows, seed_fits_columns(form)))  # no size with several seeds: the header alone
 
 
 def _seed(inputs: TableInputs) -> int:
@@ -167,7 +195,9 @@ TABLES = [
         settings=("level", "law_k", "law_form", "refits"),
         caption=(
             "The law (``analysis.law_form``) fitted to each seed's final models alone, per family, dataset, metric "
-            "(cross-entropy, -log RBP_k at ``analysis.law_k``) and seed, with document-bootstrap intervals; and per "
+            "(cross-entropy, -log RBP_k at ``analysis.law_k``) and seed, with intervals over documents and that "
+            "seed's sizes' scatter around its law (``tau2``, ``lof_*``, ``df``, ``noise``: as powerlaw_fits.csv); "
+            "and per "
             "law the spread of the exponent across the seeds (``exponent_seed_*``: mean, standard deviation, "
             "range) beside the pooled fit of powerlaw_fits.csv and its interval (``pooled_noise``: the sources it "
             "includes). A pooled interval that is narrower than the seeds' spread would be blind to training noise. "

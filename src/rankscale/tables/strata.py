@@ -14,18 +14,30 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.bootstrap import interval, p_value
-from rankscale.laws import FitForm, Points
+from rankscale.bootstrap import interval
+from rankscale.laws import FitForm, FittedLaw, Points
 from rankscale.metrics import METRICS
 from rankscale.statistics import STRATA_TOKENS, TOKENS, stratum_totals
 from rankscale.strata import STRATA
-from rankscale.summary import Summary
-from rankscale.tables.base import Replicates, Table, TableInputs, typed
-from rankscale.tables.laws import LAW_SETTINGS, LawRefits, fit_or_note, fits_table, law_form
+from rankscale.summary import MODEL_COLUMNS, Summary
+from rankscale.tables.base import Replicates, Table, TableInputs, rows_frame, typed
+from rankscale.tables.laws import LAW_SETTINGS, exponent_contrast, fit_or_note, fits_columns, fits_table, law_form
+from rankscale.tables.noise import Noise, law_replicates
 from rankscale.tables.selection import finals, note_last, size_note
 
 STRATUM_METRICS = ("rbp", "ce")  # the metrics every stratum gets (RBP_k at the strata k)
 STRATUM_KEYS = ["kind", "stratum"]
+# the header of each strata table when there are no strata (`analysis.strata: []`)
+STRATA_COLUMNS = (*MODEL_COLUMNS, *STRATUM_KEYS, "n_stratum", "share", "metric", "k", "value", "share_ci_low",
+                  "share_ci_high", "ci_low", "ci_high")  # fmt: skip
+CONTRAST_COLUMNS = ("family", "dataset", "kind", "metric", "k", "reference", "stratum", "alpha", "alpha_reference",
+                    "difference", "ci_low", "ci_high", "p_value", "tau2", "noise", "note")  # fmt: skip
+
+
+def strata_fits_columns(form: FitForm) -> list[str]:
+    """The columns of strata_fits.csv fitted as `form`: those `fits_table` gives a fitted row, with the stratum's
+    after the dataset."""
+    return fits_columns(form, ("family", "dataset", *STRATUM_KEYS))
 
 
 def stratum_rows(summaries: Iterable[Summary]) -> pd.DataFrame:
@@ -54,7 +66,7 @@ def strata_table(summaries: Sequence[Summary], replicates: Replicates, level: fl
     """Per model x dataset x stratum: its share of the scored tokens and its RBP_k and CE, with intervals."""
     frame = stratum_rows(summaries)
     if frame.empty:
-        return frame
+        return typed(rows_frame([], STRATA_COLUMNS))
     out = []
     for row in frame.to_dict("records"):
         key, index = (row["model"], row["dataset"]), int(row["stratum_index"])
@@ -74,9 +86,10 @@ def strata_fits_table(
     summaries: Sequence[Summary], form: FitForm, replicates: Replicates, level: float, refits: int, seed: int | None
 ) -> pd.DataFrame:
     """The law of every stratum: `fits_table` on each stratum's rows (final models), intervals from refits."""
-    rows = finals(stratum_rows(summaries))
+    rows = stratum_rows(summaries)
+    rows = rows if rows.empty else finals(rows)  # no strata: no columns to select on
     if rows.empty:
-        return rows
+        return typed(rows_frame([], strata_fits_columns(form)))
     parts = []
     for (kind, stratum), frame in rows.groupby(STRATUM_KEYS, sort=False):
         fits = fits_table(frame, form, replicates, level, refits, seed)
@@ -91,12 +104,14 @@ def strata_contrasts_table(
 ) -> pd.DataFrame:
     """Per family x dataset x kind x law: each stratum's exponent minus the reference stratum's (the kind's
     `reference`: the most frequent tokens, the shortest contexts, words), refitted on the same replicates."""
+    header = typed(rows_frame([], CONTRAST_COLUMNS))
     if form.exponent is None:  # a form without an exponent has nothing to contrast (as exponent_contrasts.csv)
-        return pd.DataFrame()
-    rows_all = finals(stratum_rows(summaries))
+        return header
+    rows_all = stratum_rows(summaries)
+    rows_all = rows_all if rows_all.empty else finals(rows_all)  # no strata: no columns to select on
     out: list[dict[str, Any]] = []
     if rows_all.empty:
-        return pd.DataFrame()
+        return header
     for (family, dataset, kind), frame in rows_all.groupby(["family", "dataset", "kind"], sort=True):
         if note := size_note(frame["S"]):
             out.append({"family": family, "dataset": dataset, "kind": kind, "note": note})
@@ -106,44 +121,47 @@ def strata_contrasts_table(
         for (name, k), law_rows in frame.groupby(["metric", "k"], dropna=False, sort=True):
             base = {"family": family, "dataset": dataset, "kind": kind, "metric": METRICS[name].law,
                     "k": None if pd.isna(k) else int(k), "reference": reference}  # fmt: skip
-            fitted = {label: _exponents(law_rows[law_rows["stratum"] == label], replicates, form, refits, seed)
-                      for label in labels}  # fmt: skip
+            fitted = {label: _stratum_law(law_rows[law_rows["stratum"] == label], form) for label in labels}
             for label in labels:
                 if label == reference:
                     continue
-                out.append({**base, "stratum": label, **_contrast(fitted[label], fitted[reference], level)})
-    return note_last(typed(pd.DataFrame(out)))
+                contrast = _contrast(fitted[label], fitted[reference], replicates, form, refits, seed, level)
+                out.append({**base, "stratum": label, **contrast})
+    return note_last(typed(rows_frame(out, CONTRAST_COLUMNS)))
 
 
-def _exponents(
-    group: pd.DataFrame, replicates: Replicates, form: FitForm, refits: int, seed: int | None
-) -> tuple[float, np.ndarray, str] | str:
-    """(the exponent, its refits on every replicate, the noise label) of one stratum's law, or why not fitted."""
-    assert form.exponent is not None
+def _stratum_law(group: pd.DataFrame, form: FitForm) -> tuple[pd.DataFrame, FittedLaw, np.ndarray] | str:
+    """(the rows by S, the law, its fitted quantity) of one stratum, or why it has no law."""
     group = group.sort_values("S", kind="stable")
-    metric = METRICS[group["metric"].iloc[0]]
-    y = metric.to_law(group["value"].to_numpy(dtype=np.float64))
+    y = METRICS[group["metric"].iloc[0]].to_law(group["value"].to_numpy(dtype=np.float64))
     law, note = fit_or_note(form, Points.of(group["S"].to_numpy()), y)
-    if law is None:
-        return note
-    refitted = LawRefits.of(group, replicates, form, law, refits, seed)
-    return float(law.row()[form.exponent]), refitted.params[form.exponent], refitted.noise.label
+    return note if law is None else (group, law, y)
 
 
 def _contrast(
-    stratum: tuple[float, np.ndarray, str] | str, reference: tuple[float, np.ndarray, str] | str, level: float
+    stratum: tuple[pd.DataFrame, FittedLaw, np.ndarray] | str,
+    reference: tuple[pd.DataFrame, FittedLaw, np.ndarray] | str,
+    replicates: Replicates,
+    form: FitForm,
+    refits: int,
+    seed: int | None,
+    level: float,
 ) -> dict[str, Any]:
-    """alpha(stratum) - alpha(reference) with its paired-bootstrap interval and p-value (both refitted on the
-    same document draws), or a note where either law could not be fitted."""
+    """alpha(stratum) - alpha(reference) over the same models: the exponent of the law of their ratio, with its
+    own document covariance and scatter of sizes (`exponent_contrast`), or a note where either has no law."""
     if isinstance(stratum, str) or isinstance(reference, str):
         why = stratum if isinstance(stratum, str) else reference
         return {"alpha": math.nan, "alpha_reference": math.nan, "difference": math.nan, "ci_low": math.nan,
                 "ci_high": math.nan, "p_value": math.nan, "note": f"no law: {why}"}  # fmt: skip
-    difference = stratum[1] - reference[1]
-    point = stratum[0] - reference[0]
-    low, high = interval(difference, level, point)
-    return {"alpha": stratum[0], "alpha_reference": reference[0], "difference": point, "ci_low": float(low),
-            "ci_high": float(high), "p_value": p_value(difference), "noise": stratum[2], "note": ""}  # fmt: skip
+    assert form.exponent is not None
+    (group, law, y), (group_ref, law_ref, y_ref) = stratum, reference
+    reps, reps_ref = law_replicates(group, replicates), law_replicates(group_ref, replicates)
+    noise = Noise.of(group, len(reps), seed)
+    keys = (str(group["family"].iloc[0]), str(group["dataset"].iloc[0]))
+    points = Points.of(group["S"].to_numpy(dtype=np.float64))
+    row = exponent_contrast(form, points, (law, law_ref), (y, y_ref), (reps, reps_ref), noise, keys, refits).row(level)
+    return {"alpha": float(law.row()[form.exponent]), "alpha_reference": float(law_ref.row()[form.exponent]),
+            **{k: row[k] for k in ("difference", "ci_low", "ci_high", "p_value", "tau2", "noise")}, "note": ""}  # fmt: skip
 
 
 def _settings(inputs: TableInputs) -> tuple[FitForm, Replicates, float, int, int | None]:
@@ -187,8 +205,9 @@ TABLES = [
         caption=(
             "Do strata scale differently? Per family, dataset, stratum kind and law: the exponent of each stratum "
             "minus that of the kind's ``reference`` stratum (the most frequent tokens, the shortest contexts, "
-            "words), both refitted on the same resampled documents: paired-bootstrap interval and two-sided "
-            "p-value. Compare the rows of ``metric = neg_log_rbp`` with those of ``metric = ce`` to see whether the "
+            "words): the exponent of the law of the ratio of the two strata's quantities over the same models, "
+            "with its own document covariance and scatter of sizes (``tau2``, as in exponent_contrasts.csv): "
+            "percentile interval and two-sided p-value, the sizes' scatter included (``noise``). Compare the rows of ``metric = neg_log_rbp`` with those of ``metric = ce`` to see whether the "
             "relative-based and the absolute metric disagree by stratum."
         ),
     ),

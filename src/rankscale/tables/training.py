@@ -8,13 +8,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.laws import FORMS, Points, PowerLaw, fit_power_law
+from rankscale.laws import FORMS, FitForm, FittedLaw, Points, PowerLaw, fit_power_law
 from rankscale.metrics import METRICS
-from rankscale.tables.base import Replicates, Table, law_parameters, typed, with_intervals
+from rankscale.tables.base import Replicates, Table, interval_columns, law_parameters, rows_frame, typed, with_intervals
 from rankscale.tables.laws import GROUP, fit_or_note
-from rankscale.tables.noise import law_replicates
+from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_replicates
 
-JOINT = FORMS["joint"]
+JOINT, POWER_LAW = FORMS["joint"], FORMS["power_law"]
+# the headers of the tables in D when no model has checkpoints
+DATA_COLUMNS = ("family", "size", "S", "dataset", "metric", "k", "n_checkpoints", "D_min", "D_max",
+                *interval_columns("beta"), *interval_columns("C"), *interval_columns("r2"), *SIZE_LEVEL_COLUMNS, "noise",
+                "note")  # fmt: skip
+JOINT_COLUMNS = ("family", "dataset", "metric", "k", "n_points", *(c for p in JOINT.columns for c in interval_columns(p)),
+                 "rmse_log", "refits", "corner_model", "corner_observed", "corner_predicted", "corner_rel_error",
+                 "not_identified", *SIZE_LEVEL_COLUMNS, "noise", "note")  # fmt: skip
 
 
 def tokens_groups(metrics: pd.DataFrame, ks: Sequence[int]) -> Iterable[tuple[tuple[Any, ...], pd.DataFrame]]:
@@ -23,6 +30,16 @@ def tokens_groups(metrics: pd.DataFrame, ks: Sequence[int]) -> Iterable[tuple[tu
     rbp = (metrics["metric"] == "rbp") & metrics["k"].isin(list(ks))
     known = metrics[metrics["D"].notna() & (ce | rbp)]
     return known.groupby(GROUP, dropna=False, sort=True)
+
+
+def _checkpoint_noise(group: pd.DataFrame, replicates: Replicates, form: FitForm, law: FittedLaw, points: Points,
+                      y: np.ndarray) -> LawNoise:  # fmt: skip
+    """The replicates of a law across checkpoints, with a deviation of its own per checkpoint (the checkpoints of
+    one size are no seeds of each other)."""
+    reps = law_replicates(group, replicates)
+    noise = Noise(list(group["model"]), None, None)
+    keys = (str(group["family"].iloc[0]), str(group["dataset"].iloc[0]))
+    return LawNoise.of(form, law, points, y, reps, noise, keys)
 
 
 def data_fits_table(metrics: pd.DataFrame, replicates: Replicates, ks: Sequence[int], level: float) -> pd.DataFrame:
@@ -53,12 +70,14 @@ def data_fits_table(metrics: pd.DataFrame, replicates: Replicates, ks: Sequence[
             except ValueError as exc:
                 rows.append({**row, "note": str(exc)})
                 continue
-            reps = PowerLaw.fit_replicates(Points.of(tokens), law_replicates(group, replicates), law, 0)
+            points = Points.of(tokens)
+            honest = _checkpoint_noise(group, replicates, POWER_LAW, law, points, y)
+            reps = PowerLaw.fit_replicates(points, honest.replicates, law, 0)
             row.update(with_intervals(law.alpha, reps["alpha"], level, "beta"))
             row.update(with_intervals(law.C, reps["C"], level, "C"))
             row.update(with_intervals(law.r2, reps["r2"], level, "r2"))
-            rows.append({**row, "note": ""})
-    return typed(pd.DataFrame(rows))
+            rows.append({**row, **honest.columns(), "noise": honest.label, "note": ""})
+    return typed(rows_frame(rows, DATA_COLUMNS))
 
 
 def joint_fits_table(
@@ -81,7 +100,8 @@ def joint_fits_table(
         if law is None:
             rows.append({**row, "note": note})
             continue
-        refitted = JOINT.fit_replicates(points, law_replicates(group, replicates), law, refits)
+        honest = _checkpoint_noise(group, replicates, JOINT, law, points, y)
+        refitted = honest.refit(JOINT, law, points, refits)
         parameters, unidentified = law_parameters(JOINT, law, refitted, level, float(np.median(y)))
         row.update(parameters)
         residual = np.log(y) - np.log(JOINT.predict(law, points))
@@ -101,10 +121,12 @@ def joint_fits_table(
                 "refits": refit_count,
                 **held,
                 "not_identified": "; ".join(unidentified.values()),
+                **honest.columns(),
+                "noise": honest.label,
                 "note": "",
             }
         )
-    return typed(pd.DataFrame(rows))
+    return typed(rows_frame(rows, JOINT_COLUMNS))
 
 
 TABLES = [
@@ -120,7 +142,9 @@ TABLES = [
         caption=(
             "Scaling in training tokens: per size (its checkpoints, each with the training tokens D it has "
             "seen), the power law y = C D^-beta of cross-entropy and of -log RBP_k at ``analysis.law_k``, by "
-            "least squares in log-log space, with intervals from refitting on every bootstrap replicate. Empty "
+            "least squares in log-log space, with intervals from refitting on every bootstrap replicate, which "
+            "carry the checkpoints' scatter around the law too (a deviation per checkpoint: ``tau2``, ``lof_*``, "
+            "``df``, ``noise`` as in powerlaw_fits.csv; three checkpoints leave one degree of freedom). Empty "
             "when no model declares D (``ladder.train.checkpoints``, or ``D`` on model entries)."
         ),
     ),
@@ -141,7 +165,9 @@ TABLES = [
             "Size and training tokens together: y = E + A S^-alpha + B D^-beta over every size and checkpoint, "
             "fitted as Hoffmann et al. 2022's Approach 3 (Huber loss, delta 1e-3, on log y; L-BFGS from a grid "
             "of starts). Intervals: the law refitted on the first ``analysis.bootstrap.refits`` bootstrap "
-            "replicates (``refits``), each started at the full-data fit. ``corner_*``: the law fitted without the "
+            "replicates (``refits``), each started at the full-data fit, with every point's own deviation from the "
+            "law added: ``tau2`` by REML on the law linearised at the fit (its Jacobian in log space), ``lof_*`` "
+            "and ``df`` as in powerlaw_fits.csv. ``corner_*``: the law fitted without the "
             "largest size at its largest D predicts that point; ``rmse_log``: the fit's error in log space. "
             "``not_identified``: parameters at a bound of their domain (E, A, B >= 0; exponents in [0, 5]) in the fit "
             "or in most refits, which the data cannot identify (another fit reaches the same loss elsewhere): their "

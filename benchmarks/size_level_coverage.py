@@ -1,0 +1,195 @@
+"""Coverage of a law's exponent interval with a planted size level (issue 28; docs/science.md, "Uncertainty").
+
+Synthetic families of six sizes: log y = X beta + u + e with document noise e ~ N(0, V) (a realistic, strongly
+correlated V: the default run's own, or correlations 0.80-0.95) and a deviation per size u ~ N(0, tau^2).
+Each simulation draws B document replicates y_b = y + N(0, V) (the paired bootstrap's stand-in), then:
+
+- `sizes`: the workflow's interval: tau^2 by REML with the full V, the replicates given the size level
+  (`rankscale.laws.random_effects.with_size_level`), the OLS exponent refitted on each, percentile interval;
+- `t`: the analytic OLS interval, exponent -/+ t_df sqrt(c^T H (V + tau^2 I) H^T c), Satterthwaite df;
+- `documents`: the documents-only percentile interval the workflow gave before.
+
+The contrast is the exponent of the difference of two laws of the same models (correlated document noise and
+correlated size deviations), so it is the same procedure on the difference's own V and tau^2.
+
+    python benchmarks/size_level_coverage.py [--sims 2000] [--run-dir DIR] [--write]
+
+With --run-dir, V is the default run's (HumanEval -log RBP_1's replicates) instead of the synthetic one.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rankscale.laws.power import ols
+from rankscale.laws.random_effects import (
+    fit_size_level,
+    ols_map,
+    replicate_covariance,
+    size_matrix,
+    t_interval,
+    with_size_level,
+)
+from rankscale.metrics import METRICS
+
+SIZES = np.array([25_472, 77_568, 172_800, 473_088, 1_198_080, 3_159_552], dtype=np.float64)  # the ladder's S
+ALPHA, LOG_C = 0.05, 1.0
+DEFAULT_RUN_TAU = 0.017  # REML tau of HumanEval -log RBP_1 in the default run (commit fb0369c's ladder)
+LEVEL = 0.95
+
+
+def synthetic_covariance(sd: np.ndarray | None = None) -> np.ndarray:
+    """Document covariance of log y: SDs 0.010-0.030 in log space (small models noisier), correlation
+    0.95 between neighbouring sizes falling to 0.80 between the smallest and largest."""
+    sd = np.linspace(0.03, 0.01, len(SIZES)) if sd is None else sd
+    i = np.arange(len(SIZES))
+    corr = 0.95 - 0.03 * np.abs(i[:, None] - i[None, :])
+    np.fill_diagonal(corr, 1.0)
+    return corr * np.outer(sd, sd)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One planted tau and the coverages (and mean widths) of the three intervals of the exponent."""
+
+    name: str
+    tau: float
+    covered: dict[str, float]
+    width: dict[str, float]
+    tau2_zero: float  # share of simulations where REML gave tau^2 = 0
+
+    def line(self) -> str:
+        cov = ", ".join(f"{k} {v:.1%}" for k, v in self.covered.items())
+        ratio = self.width["sizes"] / self.width["documents"]
+        return f"{self.name}: tau = {self.tau:.4g}; coverage {cov}; width sizes/documents {ratio:.2f}; tau^2 = 0 in {self.tau2_zero:.0%}"
+
+
+def simulate_cell(V: np.ndarray, tau: float, sims: int, replicates: int, seed: int, name: str = "") -> Cell:
+    """Coverage of the true exponent by the three 95% intervals over `sims` simulated families."""
+    rng = np.random.default_rng(seed)
+    x = np.log(SIZES)
+    X = np.stack([np.ones_like(x), x], axis=1)
+    K = size_matrix(range(len(x)))
+    slope_c = np.array([0.0, 1.0])
+    truth = LOG_C - ALPHA * x
+    chol = np.linalg.cholesky(V)
+    hits = {"sizes": 0, "t": 0, "documents": 0}
+    widths = {"sizes": 0.0, "t": 0.0, "documents": 0.0}
+    zero = 0
+    H = ols_map(X)
+    for _ in range(sims):
+        y = truth + tau * rng.standard_normal(len(x)) + chol @ rng.standard_normal(len(x))
+        reps = y + rng.standard_normal((replicates, len(x))) @ chol.T
+        V_hat = replicate_covariance(reps)
+        level = fit_size_level(X, y, V_hat, K, slope_c)
+        assert level is not None
+        zero += level.at_zero
+        slope = float((H @ y)[1])
+        honest, _ = with_size_level(y, reps, K, level, rng)
+        intervals = {
+            "sizes": np.quantile(ols(x, honest)["slope"], [0.025, 0.975]),
+            "t": t_interval(slope, float(H[1] @ (V_hat + level.tau2 * K) @ H[1]), level.df, LEVEL),
+            "documents": np.quantile(ols(x, reps)["slope"], [0.025, 0.975]),
+        }
+        for key, (low, high) in intervals.items():
+            hits[key] += int(low <= -ALPHA <= high)
+            widths[key] += float(high - low)
+    return Cell(
+        name=name,
+        tau=tau,
+        covered={k: v / sims for k, v in hits.items()},
+        width={k: v / sims for k, v in widths.items()},
+        tau2_zero=zero / sims,
+    )
+
+
+def contrast_covariance(V: np.ndarray, rho: float = 0.9) -> np.ndarray:
+    """V of the difference of two laws of the same models whose document noise correlates `rho` point by point
+    (the second law's noise: rho e + sqrt(1 - rho^2) e', e' ~ N(0, V)): Var(e - rho e - ...) = 2 (1 - rho) V."""
+    return 2.0 * (1.0 - rho) * V
+
+
+@dataclass(frozen=True)
+class RunLaw:
+    """A finished run's law: its document covariance in log space, the REML tau, and the sizes."""
+
+    V: np.ndarray
+    tau: float
+    V_contrast: np.ndarray  # of log(y / y_versus): the contrast's own covariance
+    tau_contrast: float
+
+
+def run_law(run_dir: Path, dataset: str = "humaneval") -> RunLaw:
+    """-log RBP_1 on `dataset` over the ladder's final models of a finished default run, and its contrast with CE
+    (the README's headline), from the run's summaries and bootstrap replicates."""
+    from rankscale.laws import FORMS, Points
+    from rankscale.summary import SummaryPaths, load_replicates, read_summary
+    from rankscale.tables import Replicates
+    from rankscale.tables.noise import Noise, law_replicates, size_level_of
+
+    read = [(read_summary(p), p) for p in sorted((run_dir / "results/summary").glob(f"*/{dataset}.json"))]
+    finals = sorted(((s, p) for s, p in read if s.final), key=lambda item: item[0].S)
+    summaries = [s for s, _ in finals]
+    replicates = Replicates(summaries, [load_replicates(s, SummaryPaths.beside(p)) for s, p in finals])
+    form = FORMS["power_law"]
+    points = Points.of([s.S for s in summaries])
+    values, logs = {}, {}
+    for name, k in (("rbp", 1), ("ce", None)):
+        group = pd.DataFrame({"model": [s.model for s in summaries], "family": "ladder", "dataset": dataset,
+                              "metric": name, "k": k})  # fmt: skip
+        reps = law_replicates(group, replicates)
+        metric = METRICS[name]
+        y = metric.to_law(np.array([float(np.atleast_1d(metric.compute(s.totals()))[s.k.index(k) if k else 0])
+                                    for s in summaries]))  # fmt: skip
+        values[name], logs[name] = y, np.log(Noise.of(group, len(reps), None).apply(reps))
+    taus = []
+    for y, log_reps in ((values["rbp"], logs["rbp"]), (values["rbp"] / values["ce"], logs["rbp"] - logs["ce"])):
+        level = size_level_of(form, form.fit(points, y), points, np.log(y), log_reps, [s.model for s in summaries])
+        taus.append(float(np.sqrt(level.tau2)) if level else 0.0)
+    return RunLaw(np.cov(logs["rbp"], rowvar=False), taus[0], np.cov(logs["rbp"] - logs["ce"], rowvar=False), taus[1])
+
+
+def cells(V: np.ndarray, sims: int, replicates: int, seed: int, tau_estimate: float) -> list[Cell]:
+    """tau = 0, tau on the scale of the document noise (the median SD of a point), tau near the run's estimate."""
+    document_sd = float(np.sqrt(np.median(np.diag(V))))
+    x = np.log(SIZES)
+    X = np.stack([np.ones_like(x), x], axis=1)
+    residual_sd = float(np.sqrt(np.trace((np.eye(len(x)) - X @ ols_map(X)) @ V) / (len(x) - 2)))
+    planted = {
+        "no scatter": 0.0,
+        "slope's document scale": residual_sd,  # the hardest: REML often says 0 where tau matters
+        "document scale": document_sd,
+        "default run's estimate": tau_estimate,
+    }
+    return [simulate_cell(V, tau, sims, replicates, seed + i, name) for i, (name, tau) in enumerate(planted.items())]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sims", type=int, default=2000)
+    parser.add_argument("--replicates", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=20261126)
+    parser.add_argument("--tau", type=float, default=DEFAULT_RUN_TAU, help="the largest tau planted (log space)")
+    parser.add_argument("--run-dir", type=Path, help="a finished default run: its V and tau instead of synthetic ones")
+    args = parser.parse_args()
+    if args.run_dir:
+        law = run_law(args.run_dir)
+        print(f"V and tau of {args.run_dir}: HumanEval -log RBP_1 (tau {law.tau:.4f}) and its contrast with CE "
+              f"(tau {law.tau_contrast:.4f}); correlations {np.round(np.corrcoef(law.V)[0], 2)}")  # fmt: skip
+        studies = (("exponent", law.V, law.tau), ("contrast", law.V_contrast, law.tau_contrast))
+    else:
+        V = synthetic_covariance()
+        studies = (("exponent", V, args.tau), ("contrast", contrast_covariance(V), args.tau))
+    for offset, (title, cov, tau) in enumerate(studies):
+        print(title)
+        for cell in cells(cov, args.sims, args.replicates, args.seed + 100 * offset, tau):
+            print("  " + cell.line())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,274 @@
+"""The size level of a law's uncertainty: random-effects meta-regression with a known, full covariance.
+
+A law's points (log y per model, in log space) are modelled as
+
+    y = X beta + u + e,   e ~ N(0, V) (documents, and seeds where sizes have several),   u ~ N(0, tau^2 K)
+
+where V is the covariance of the paired bootstrap replicates (models of a family share every document draw, so
+V is strongly correlated: 0.8-0.95 between sizes) and u is a deviation per model size (K = Z Z^T groups the runs
+of one size). tau^2 is the scatter of the sizes around their law beyond what documents and seeds explain. The
+paper's estimator is ordinary least squares, so the points stay OLS; their covariance is H (V + tau^2 K) H^T
+(H the OLS map), tau^2 is estimated by REML using the full V (variance-only meta-analysis code ignores the
+correlations and under-covers), and intervals use Student's t with Satterthwaite degrees of freedom from
+tau^2's REML information. Lack of fit is Q = r^T V^-1 r (GLS residuals, tau^2 = 0) against chi^2 on M - p.
+
+Forms that are not linear in their parameters use the same model linearised at the fit (X = the Jacobian of
+log y-hat in the parameters): tau^2 depends only on X's column space, so for the power law the Jacobian and
+[1, log S] give the same tau^2. docs/science.md ("Uncertainty") gives the reasons and the coverage measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, stats
+
+from rankscale.laws.form import FitForm, FittedLaw, Points
+
+MAX_DF = 1e6  # Satterthwaite degrees of freedom above this are Normal for every practical level
+MIN_DF = 1.0  # and below this are Cauchy-like; a degenerate covariance (an exact law) gets no fewer
+
+
+@dataclass(frozen=True)
+class SizeLevel:
+    """tau^2 and the lack-of-fit test of one law, in the law's log space."""
+
+    tau2: float  # between-size variance by REML (0 when the sizes scatter no more than documents explain)
+    q: float  # lack of fit: r^T V^-1 r of the GLS residuals with tau^2 = 0
+    q_df: int  # its degrees of freedom, points - parameters
+    q_p: float  # P(chi^2_{q_df} >= q)
+    df: float  # Satterthwaite degrees of freedom of the exponent's variance (inf: no size level to estimate)
+    information: float  # REML expected information of tau^2 at its estimate
+
+    @property
+    def at_zero(self) -> bool:
+        return self.tau2 <= 0.0
+
+
+def size_matrix(groups: Sequence[object]) -> np.ndarray:
+    """K = Z Z^T: 1 where two points are runs of one size (one deviation u per size), else 0."""
+    labels = np.asarray([str(g) for g in groups])
+    return (labels[:, None] == labels[None, :]).astype(np.float64)
+
+
+def replicate_covariance(log_replicates: np.ndarray) -> np.ndarray:
+    """V: the covariance of the replicates [B, M] of log y (rows with a non-finite value left out)."""
+    rows = np.asarray(log_replicates, dtype=np.float64)
+    rows = rows[np.isfinite(rows).all(axis=1)]
+    if len(rows) < 2:
+        raise ValueError("fewer than two finite bootstrap replicates: no document covariance")
+    return np.atleast_2d(np.cov(rows, rowvar=False))
+
+
+def _chol_inverse(matrix: np.ndarray) -> tuple[np.ndarray, float]:
+    """Inverse and log-determinant of a symmetric positive-definite matrix (a relative ridge where it is singular)."""
+    scale = float(np.mean(np.diag(matrix))) or 1.0
+    for ridge in (0.0, 1e-12, 1e-9, 1e-6):
+        try:
+            factor = np.linalg.cholesky(matrix + ridge * scale * np.eye(len(matrix)))
+        except np.linalg.LinAlgError:
+            continue
+        inverse_factor = np.linalg.inv(factor)
+        return inverse_factor.T @ inverse_factor, 2.0 * float(np.log(np.diag(factor)).sum())
+    raise np.linalg.LinAlgError("the covariance of the points is not positive definite")
+
+
+def _projection(X: np.ndarray, sigma_inv: np.ndarray) -> tuple[np.ndarray, float]:
+    """REML's P = S^-1 - S^-1 X (X^T S^-1 X)^-1 X^T S^-1, and log det(X^T S^-1 X)."""
+    xs = X.T @ sigma_inv
+    inner_inv, inner_logdet = _chol_inverse(xs @ X)
+    return sigma_inv - xs.T @ inner_inv @ xs, inner_logdet
+
+
+def reml_loglik(tau2: float, X: np.ndarray, y: np.ndarray, V: np.ndarray, K: np.ndarray) -> float:
+    """The restricted log-likelihood of tau^2 (up to a constant): -(log|S| + log|X^T S^-1 X| + y^T P y) / 2."""
+    sigma_inv, logdet = _chol_inverse(V + tau2 * K)
+    P, inner_logdet = _projection(X, sigma_inv)
+    return -0.5 * (logdet + inner_logdet + float(y @ P @ y))
+
+
+def residual_basis(X: np.ndarray) -> np.ndarray:
+    """L [M, M - p]: an orthonormal basis of the residual space (orthogonal to X's columns). REML is the
+    likelihood of L^T y ~ N(0, L^T (V + tau^2 K) L), equal to `reml_loglik` up to a constant."""
+    q, _ = np.linalg.qr(X, mode="complete")
+    return q[:, X.shape[1] :]
+
+
+def _residual_curve(taus: np.ndarray, L: np.ndarray, y: np.ndarray, V: np.ndarray, K: np.ndarray) -> np.ndarray:
+    """REML log-likelihood at every tau^2 of `taus` at once (residual-space form, batched)."""
+    z, LVL, LKL = L.T @ y, L.T @ V @ L, L.T @ K @ L
+    A = LVL[None] + taus[:, None, None] * LKL[None]
+    sign, logdet = np.linalg.slogdet(A)
+    quad = np.einsum("i,gi->g", z, np.linalg.solve(A, np.broadcast_to(z, (len(taus), len(z)))[..., None])[..., 0])
+    return np.where(sign > 0, -0.5 * (logdet + quad), -np.inf)
+
+
+def reml_information(tau2: float, X: np.ndarray, V: np.ndarray, K: np.ndarray) -> float:
+    """Expected REML information of tau^2: tr(P K P K) / 2, P = L (L^T S L)^-1 L^T."""
+    L = residual_basis(X)
+    LKL = L.T @ K @ L
+    M = np.linalg.solve(L.T @ V @ L + tau2 * LKL, LKL)
+    return 0.5 * float(np.trace(M @ M))
+
+
+def reml_tau2(X: np.ndarray, y: np.ndarray, V: np.ndarray, K: np.ndarray) -> float:
+    """tau^2 >= 0 maximising the restricted likelihood: a log grid from far below the document noise to far
+    above the points' own scatter (the likelihood can have several local maxima), then Brent's method between
+    the best grid point's neighbours."""
+    L = residual_basis(X)
+    z = L.T @ y
+    scale = max(float(np.mean(np.diag(L.T @ V @ L))), float(z @ z) / len(z), 1e-300)
+    grid = np.concatenate([[0.0], scale * np.geomspace(1e-6, 1e3, 64)])
+    values = _residual_curve(grid, L, y, V, K)
+    best = int(np.argmax(values))
+    if best == len(grid) - 1:  # still rising past 1000x the scatter: the document covariance is degenerate
+        return float(grid[best])
+    low, high = grid[max(best - 1, 0)], grid[best + 1]
+    found = optimize.minimize_scalar(
+        lambda t: -float(_residual_curve(np.array([t]), L, y, V, K)[0]),
+        bounds=(low, high),
+        method="bounded",
+        options={"xatol": 1e-10 * scale},
+    )
+    return float(found.x) if -found.fun > values[best] else float(grid[best])
+
+
+def lack_of_fit(X: np.ndarray, y: np.ndarray, V: np.ndarray) -> tuple[float, int, float]:
+    """Q = r^T V^-1 r for the GLS residuals with documents (and seeds) as the only noise; chi^2 on M - p."""
+    v_inv, _ = _chol_inverse(V)
+    beta = np.linalg.solve(X.T @ v_inv @ X, X.T @ v_inv @ y)
+    r = y - X @ beta
+    q = float(r @ v_inv @ r)
+    dof = len(y) - X.shape[1]
+    return q, dof, float(stats.chi2.sf(q, dof)) if dof > 0 else float("nan")
+
+
+def ols_map(X: np.ndarray) -> np.ndarray:
+    """H = (X^T X)^-1 X^T: the OLS estimator is H y."""
+    return np.linalg.solve(X.T @ X, X.T)
+
+
+def satterthwaite(variance: float, b: float, information: float) -> float:
+    """Degrees of freedom of an estimated variance a + b tau^2 whose only estimated part is tau^2:
+    2 (a + b tau^2)^2 / (b^2 Var tau^2), Var tau^2 = 1 / information; in [MIN_DF, inf)."""
+    if b <= 0 or information <= 0 or variance <= 0:
+        return float("inf")
+    df = 2.0 * variance**2 * information / b**2
+    return max(float(df), MIN_DF) if df < MAX_DF else float("inf")
+
+
+def satterthwaite_df(
+    c: np.ndarray, X: np.ndarray, V: np.ndarray, K: np.ndarray, tau2: float, information: float
+) -> float:
+    """Degrees of freedom of c^T H (V + tau^2 K) H^T c = a + b tau^2 (`satterthwaite`). With exchangeable document
+    noise this is M - p, the OLS residual t."""
+    hc = ols_map(X).T @ c
+    a, b = float(hc @ V @ hc), float(hc @ K @ hc)
+    return satterthwaite(a + b * tau2, b, information)
+
+
+def fit_size_level(
+    X: np.ndarray, y: np.ndarray, V: np.ndarray, K: np.ndarray, contrast: np.ndarray
+) -> SizeLevel | None:
+    """tau^2, Q and the degrees of freedom of `contrast`^T beta; None where the points leave no residual degrees
+    of freedom (as many points as parameters): the scatter of the sizes cannot be told from the law there."""
+    X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if len(y) <= X.shape[1] or np.linalg.matrix_rank(X) < X.shape[1]:
+        return None
+    tau2 = reml_tau2(X, y, V, K)
+    information = reml_information(tau2, X, V, K)
+    q, q_df, q_p = lack_of_fit(X, y, V)
+    df = satterthwaite_df(np.asarray(contrast, dtype=np.float64), X, V, K, tau2, information)
+    return SizeLevel(tau2=tau2, q=q, q_df=q_df, q_p=q_p, df=df, information=information)
+
+
+def t_interval(estimate: float, variance: float, df: float, level: float) -> tuple[float, float]:
+    """estimate -/+ t_{df, (1 + level)/2} sqrt(variance)."""
+    half = float(stats.t.ppf(0.5 + level / 2.0, df) if np.isfinite(df) else stats.norm.ppf(0.5 + level / 2.0))
+    return estimate - half * np.sqrt(variance), estimate + half * np.sqrt(variance)
+
+
+def t_p_value(estimate: float, variance: float, df: float) -> float:
+    """Two-sided p-value of estimate = 0 against Student's t on `df`."""
+    if not variance > 0:
+        return float("nan")
+    z = abs(estimate) / np.sqrt(variance)
+    return float(2.0 * (stats.t.sf(z, df) if np.isfinite(df) else stats.norm.sf(z)))
+
+
+@dataclass(frozen=True)
+class SizeDraws:
+    """One law's draws of the size level, per replicate b: the t mixture's scale sqrt(g_b), g_b = df / chi^2_df,
+    the sizes' deviations u_b ~ N(0, tau^2 K), and a new size's deviation (times the scale)."""
+
+    scale: np.ndarray  # [B]
+    deviations: np.ndarray  # [B, M] in log space
+    new: np.ndarray  # [B] sqrt(g_b) u_new
+
+    @classmethod
+    def of(cls, level: SizeLevel, K: np.ndarray, replicates: int, rng: np.random.Generator) -> SizeDraws:
+        labels, index = np.unique(K.argmax(axis=1), return_inverse=True)  # each point's size (its group's first)
+        z = rng.standard_normal((replicates, len(labels) + 1))
+        g = level.df / rng.chisquare(level.df, replicates) if np.isfinite(level.df) else np.ones(replicates)
+        scale, tau = np.sqrt(g), np.sqrt(level.tau2)
+        return cls(scale, tau * z[:, index], scale * tau * z[:, -1])
+
+    def apply(self, log_point: np.ndarray, log_replicates: np.ndarray) -> np.ndarray:
+        """Replicates [B, M] of log y whose refits carry the size level:
+
+            y*_b = y + sqrt(g_b) ((y_b - y) + u_b)
+
+        Given g_b the deviation has covariance g_b (V + tau^2 K); mixed over g_b, any linear function of the
+        points (the OLS exponent, a prediction) is Student's t on `df` with scale sqrt(c^T (V + tau^2 K) c): the
+        interval `t_interval` gives. A point with a non-finite value keeps it."""
+        n = len(log_replicates)
+        return log_point[None, :] + self.scale[:n, None] * ((log_replicates - log_point[None, :]) + self.deviations[:n])
+
+    def shift_parameters(self, theta: np.ndarray, refitted: np.ndarray, H: np.ndarray) -> np.ndarray:
+        """A form without a closed form, refitted on the document replicates ([n, p] beside its fit theta [p]): the
+        size level added through the fit's linearisation H (d theta = H d log y), in the same t mixture."""
+        n = len(refitted)
+        return theta[None, :] + self.scale[:n, None] * ((refitted - theta[None, :]) + self.deviations[:n] @ H.T)
+
+
+def with_size_level(
+    log_point: np.ndarray,
+    log_replicates: np.ndarray,
+    K: np.ndarray,
+    level: SizeLevel,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`SizeDraws.apply` with fresh draws: replicates [B, M] of log y carrying the size level, and [B] a new size's
+    deviation in the same draws."""
+    draws = SizeDraws.of(level, K, len(log_replicates), rng)
+    return draws.apply(log_point, np.asarray(log_replicates, dtype=np.float64)), draws.new
+
+
+def log_design(form: FitForm, law: FittedLaw, points: Points) -> tuple[np.ndarray, list[str]]:
+    """X: the Jacobian of log y-hat in the law's parameters at the fit ([M, p]), and the parameters' names.
+
+    For the power law its columns span [1, log S] exactly (log y = log C - alpha log S); for the other forms it is
+    the linearisation at the fit. Central differences, one-sided where a step would leave a bounded domain. A
+    parameter at a bound of its domain in the fit (a floor E at 0) is an active constraint: held there, it gets
+    no column (its free direction would be read as uncertainty the constrained fit does not have)."""
+    row = {**law.row()}
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        level_of_y = float(np.median(form.predict(law, points)))
+    names = [
+        n for n in form.columns if n != "r2" and not (n in form.bounds and form.bounds[n].reached(row[n], level_of_y))
+    ]
+    columns = []
+    for name in names:
+        value = float(row[name])
+        step = 1e-6 * max(abs(value), 1e-3)
+        bound = form.bounds.get(name)
+        low_ok = bound is None or value - step >= bound.low
+        high_ok = bound is None or value + step <= bound.high
+        up, down = (value + step if high_ok else value), (value - step if low_ok else value)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            hi = np.log(form.predict(form.from_row({**row, name: up}), points))
+            lo = np.log(form.predict(form.from_row({**row, name: down}), points))
+        columns.append((hi - lo) / (up - down))
+    return (np.stack(columns, axis=1) if columns else np.zeros((len(points), 0))), names

@@ -1,0 +1,139 @@
+"""family_contrasts.csv: the exponent of one family's law minus another's on the same dataset, paired.
+
+Every family on a dataset scores the same documents and every bootstrap replicate draws them once for all
+(`rankscale.summary.Resampling`), so the two exponents' document noise is paired replicate by replicate. The
+families' models differ: each exponent also carries its own family's scatter of sizes (tau^2, `LawNoise`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rankscale.laws import FitForm, Points
+from rankscale.laws.random_effects import MIN_DF, log_design, ols_map, size_matrix, t_interval, t_p_value
+from rankscale.metrics import METRICS
+from rankscale.tables.base import Replicates, Table, rows_frame, typed
+from rankscale.tables.laws import GROUP, LAW_SETTINGS, between_family_rows, law_form
+from rankscale.tables.noise import Noise, law_replicates, size_level_of
+from rankscale.tables.selection import FitIndex, LawKey, finals, optional_int
+
+COLUMNS = ("dataset", "metric", "k", "family", "versus", "alpha", "alpha_versus", "difference", "ci_low", "ci_high",
+           "p_value", "df", "tau2", "tau2_versus", "sd_documents", "noise", "note")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FamilyExponent:
+    """One family's exponent, linearised: its deviation on every document replicate, and its size level."""
+
+    value: float
+    document_deviation: np.ndarray  # [B] exponent on replicate b minus the point (documents, seeds)
+    size_variance: float  # b tau^2: the exponent's variance from the family's scatter of sizes
+    tau2: float
+    tau2_variance: float  # b^2 Var(tau^2) = b^2 / information: how uncertain that part is
+    label: str
+
+    @classmethod
+    def of(cls, group: pd.DataFrame, replicates: Replicates, form: FitForm, seed: int | None) -> FamilyExponent | str:
+        """The exponent of a family's law (power law: OLS in log space), or why there is none."""
+        assert form.exponent is not None
+        group = group.sort_values("S", kind="stable")
+        y = METRICS[group["metric"].iloc[0]].to_law(group["value"].to_numpy(dtype=np.float64))
+        points = Points.of(group["S"].to_numpy(dtype=np.float64))
+        try:
+            law = form.fit(points, y)
+        except ValueError as exc:
+            return str(exc)
+        reps = law_replicates(group, replicates)
+        noise = Noise.of(group, len(reps), seed)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_reps, log_y = np.log(noise.apply(reps)), np.log(y)
+        X, names = log_design(form, law, points)
+        if form.exponent not in names:  # at a bound of its domain: no exponent to compare
+            return f"{form.exponent} at a bound of its domain"
+        h = ols_map(X)[names.index(form.exponent)]
+        deviation = (log_reps - log_y) @ h  # the linearised exponent's change on each replicate (exact for OLS)
+        level = size_level_of(form, law, points, log_y, log_reps, noise.groups)
+        value = float(law.row()[form.exponent])
+        if level is None:
+            return cls(value, deviation, 0.0, math.nan, 0.0, noise.label)
+        b = float(h @ size_matrix(noise.groups) @ h)
+        variance_of_tau2 = b**2 / level.information if level.information > 0 else 0.0
+        return cls(value, deviation, b * level.tau2, level.tau2, variance_of_tau2, noise.label + "+sizes")
+
+
+def family_contrasts_table(metrics: pd.DataFrame, fits: pd.DataFrame, replicates: Replicates, ks: Sequence[int],
+                           level: float, form: FitForm, seed: int | None) -> pd.DataFrame:  # fmt: skip
+    """alpha(family) - alpha(versus) for every two families with a law of the same quantity on a dataset.
+
+    Variance: each exponent's document (and seed) variance and their covariance, from the paired replicates
+    through the OLS map, plus each family's size variance b tau^2. Interval and p-value: Student's t with
+    Satterthwaite degrees of freedom, 2 V^2 / sum_i b_i^2 Var(tau_i^2), the document part being known."""
+    rows: list[dict[str, Any]] = []
+    if form.exponent is None:
+        return typed(rows_frame(rows, COLUMNS))
+    index = FitIndex(fits, form)
+    final = between_family_rows(finals(metrics), ks)
+    for (dataset, name, k), frame in final.groupby(GROUP[1:], dropna=False, sort=True):
+        law = METRICS[name].law
+        families = sorted(f for f, g in frame.groupby("family") if index.get(LawKey(f, dataset, law, optional_int(k))))
+        exponents = {f: FamilyExponent.of(frame[frame["family"] == f], replicates, form, seed) for f in families}
+        for first, second in itertools.combinations(families, 2):
+            base = {"dataset": dataset, "metric": law, "k": optional_int(k), "family": first, "versus": second}
+            rows.append({**base, **_contrast(exponents[first], exponents[second], level)})
+    return typed(rows_frame(rows, COLUMNS))
+
+
+def _contrast(a: FamilyExponent | str, b: FamilyExponent | str, level: float) -> dict[str, Any]:
+    if isinstance(a, str) or isinstance(b, str):
+        return {"note": f"no law: {a if isinstance(a, str) else b}"}
+    n = min(len(a.document_deviation), len(b.document_deviation))
+    paired = a.document_deviation[:n] - b.document_deviation[:n]
+    paired = paired[np.isfinite(paired)]
+    documents = float(np.var(paired, ddof=1))
+    variance = documents + a.size_variance + b.size_variance
+    uncertain = a.tau2_variance + b.tau2_variance
+    df = max(2.0 * variance**2 / uncertain, MIN_DF) if uncertain > 0 and variance > 0 else math.inf
+    difference = a.value - b.value
+    low, high = t_interval(difference, variance, df, level)
+    return {"alpha": a.value, "alpha_versus": b.value, "difference": difference, "ci_low": low, "ci_high": high,
+            "p_value": t_p_value(difference, variance, df), "df": df if np.isfinite(df) else math.nan,
+            "tau2": a.tau2, "tau2_versus": b.tau2, "sd_documents": math.sqrt(documents),
+            "noise": a.label if a.label == b.label else f"{a.label} | {b.label}", "note": ""}  # fmt: skip
+
+
+TABLES = [
+    Table(
+        name="family_contrasts",
+        build=lambda inputs: family_contrasts_table(
+            inputs.tables["metrics"],
+            inputs.tables["powerlaw_fits"],
+            inputs.needed(),
+            inputs.settings.get("law_k"),
+            inputs.level,
+            law_form(inputs),
+            inputs.settings.get("seed"),
+        ),
+        needs=("metrics", "powerlaw_fits"),
+        summaries=False,
+        resampled=True,
+        settings=(*LAW_SETTINGS, "law_k"),
+        caption=(
+            "Exponents of two families' laws compared on the same dataset and quantity (cross-entropy, -log RBP_k at "
+            "``analysis.law_k``, and cross-entropy in bits per byte, ``bpb``, the one that compares across "
+            "tokenizers): ``difference`` = alpha(``family``) - alpha(``versus``). Both families score the "
+            "same documents and every bootstrap replicate draws them once for both, so the document noise is "
+            "paired (``sd_documents``: the difference's document standard deviation, their covariance included); "
+            "each family's own scatter of sizes around its law (``tau2``, ``tau2_versus``: REML, log space) adds "
+            "its variance. Interval and ``p_value`` (difference = 0, two-sided): Student's t on Satterthwaite "
+            "degrees of freedom (``df``; empty: documents alone, Normal). Empty when fewer than two families have "
+            "a law on a dataset."
+        ),
+    ),
+]
