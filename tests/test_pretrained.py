@@ -296,3 +296,34 @@ def test_families_of_one_model_build_every_table_and_figure(real_run: Path) -> N
     metrics = pd.read_csv(real_run / "results/tables/metrics.csv")
     ce = metrics[metrics["metric"] == "ce"]
     assert set(ce["model"]) == {"smollm2", "tiny-bos"} and np.all(ce["ci_low"] < ce["ci_high"])
+
+
+@pytest.mark.slow
+def test_two_families_score_the_same_documents_with_the_same_draws(real_run: Path) -> None:
+    """pydoc is capped in UTF-8 bytes, a rule on the dataset alone: SmolLM2's tokenizer and the tiny model's
+    (another family, another tokenizer) tokenize every document of the capped corpus, and every bootstrap
+    replicate draws the same documents for both: each model's replicate token totals are one draw's counts
+    times its own tokens per document."""
+    from rankscale.bootstrap import resample_counts
+    from rankscale.config import validate
+    from rankscale.summary import SummaryPaths, load_replicates, read_summary
+
+    corpus = read_jsonl(real_run / "results/corpus/pydoc.jsonl")
+    corpus_meta = json.loads((real_run / "results/corpus/pydoc.json").read_text())
+    sizes = [len(d.text.encode("utf-8")) for d in corpus]
+    assert sum(sizes[:-1]) < 6000 <= sum(sizes) and len(corpus) == corpus_meta["documents"] > 1
+    config = validate(yaml.safe_load((real_run / "real.yaml").read_text()))
+    bootstrap = config["analysis"]["bootstrap"]
+    counts = np.concatenate(list(resample_counts(len(corpus), bootstrap["replicates"], bootstrap["seed"], "pydoc")))
+    kept = {}
+    for model in ("smollm2", "tiny-bos"):
+        arrays, meta = load_rank_arrays(*(real_run / f"results/ranks/{model}/pydoc.{ext}" for ext in ("npz", "json")))
+        token_meta = json.loads((real_run / f"results/tokens/{meta['tokenizer_key']}/pydoc.npz.json").read_text())
+        assert token_meta["corpus_sha256"] == corpus_meta["sha256"]  # the document set's digest, in the sidecars
+        kept[model] = token_meta["corpus_documents"]
+        tokens_per_document = np.bincount(np.asarray(kept[model])[arrays.doc], minlength=len(corpus))
+        path = real_run / f"results/summary/{model}/pydoc.json"
+        replicates = load_replicates(read_summary(path), SummaryPaths.beside(path))
+        np.testing.assert_array_equal(np.asarray(replicates["n"]), counts @ tokens_per_document)
+    assert kept["smollm2"] == kept["tiny-bos"] == list(range(len(corpus)))
+    assert len(set(kept["smollm2"])) == len(corpus)
