@@ -284,7 +284,7 @@ def test_one_model_families_run_end_to_end(tmp_path: Path) -> None:
     assert_everything_built(results)
     cross = read_table(results / "tables/cross_family.csv")
     assert set(cross["model"]) == {"solo"} and set(cross["law_family"]) == {"ladder"}
-    assert set(cross["metric"]) == {"ce", "neg_log_rbp"} and not cross["note"].fillna("").any()
+    assert set(cross["metric"]) == {"ce", "neg_log_rbp", "bpb"} and not cross["note"].fillna("").any()
     numbers = cross[[f"{n}{end}" for n in ("predicted", "observed", "ratio") for end in ("", "_ci_low", "_ci_high")]]
     assert np.isfinite(numbers.to_numpy(float)).all() and (cross["S_over_law_S_max"] > 1).all()
     fits = read_table(results / "tables/powerlaw_fits.csv")
