@@ -1,4 +1,4 @@
-"""Coverage of a law's exponent interval with a planted size level (issue 28; docs/science.md, "Uncertainty").
+"""Coverage of a law's exponent interval with a planted size level (docs/science.md, "Uncertainty").
 
 Synthetic families of six sizes: log y = X beta + u + e with document noise e ~ N(0, V) (a realistic, strongly
 correlated V: the default run's own, or correlations 0.80-0.95) and a deviation per size u ~ N(0, tau^2).

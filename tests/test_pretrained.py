@@ -225,7 +225,7 @@ def test_smollm2_ranks_equal_a_plain_forward_pass(real_run: Path) -> None:
         ref_rank, ref_lp = np.concatenate(ranks), np.concatenate(logprobs)
         assert arrays.rank.size == ref_rank.size > 500
         # the workflow's job (its threads, batches, the saved dequantized model) against a plain pass over the
-        # model loaded from the GGUF: float32 paths that round differently per CPU (issue 31: 3.3e-5 apart on an
+        # model loaded from the GGUF: float32 paths that round differently per CPU (3.3e-5 apart on an
         # Intel Xeon). Was: ranks exact, log-probs atol=2e-5. Now each token's float32 bound, from
         # u * sqrt(d) * sum|w h| of its own logits, and ranks equal but at counted near ties (tests/tolerances.py)
         tol, what = PathTolerance.concat(tols), f"smollm2 {dataset}: workflow vs plain"

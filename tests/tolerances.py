@@ -1,10 +1,10 @@
-"""How far two computation paths of the same logits may differ: tolerances from float32 arithmetic (issue 31).
+"""How far two computation paths of the same logits may differ: tolerances from float32 arithmetic.
 
 Tests compare the workflow's extraction with a plain forward pass, one batch size, thread count or
 head chunking with another, a saved model with the model it came from. Each path rounds in its own
 order (BLAS and ATen pick their kernels per processor, per thread count, per matrix shape), so their
 logits agree only to rounding error, and a fixed tolerance tuned on one processor fails on another
-(issue 31: 3.3e-5 on an Intel Xeon against 2e-5 allowed). The bounds here scale with the numbers
+(3.3e-5 on an Intel Xeon against 2e-5 allowed). The bounds here scale with the numbers
 that set the rounding error instead.
 
 Derivation. The random-rounding model (Higham & Mary, SIAM J. Sci. Comput. 41(5), 2019; Connolly,
@@ -16,7 +16,7 @@ that dot product between a head row w_v and the hidden state h the head receives
 over the real vocabulary (bias included), computed from the reference's own h and head. The backbone's
 rounding reaches the logits through h: it is not bounded separately (no useful a-priori bound exists
 through a deep network); the model is normalised before the head, so h's relative error is taken to
-be of the same order. The deliberate divergences of issue 31 (other thread counts, other CPU kernels
+be of the same order. The deliberate divergences made to test this (other thread counts, other CPU kernels
 through ATEN_CPU_CAPABILITY and MKL_CBWR) check that: SmolLM2-135M's logits moved by at most 6.2 u S,
 about a quarter of u * sqrt(d) * S (sqrt(d) = 24), all 30 layers included.
 
