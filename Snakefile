@@ -25,8 +25,29 @@ include: "workflow/rules/analysis.smk"
 include: "workflow/rules/figures.smk"
 
 
+# On a cluster only the heavy jobs are submitted (extract, ladder_train, ladder_tokenizer, gguf_convert): the
+# rest run on the host that runs snakemake, where the network is (downloads, hub corpora and tokenizers) and
+# where a job of a second costs no queue wait (summaries, tables, figures). Ignored on a workstation.
+localrules:
+    all,
+    download,
+    corpus,
+    tokenize,
+    token_kinds,
+    ladder_corpus,
+    summarize,
+    table,
+    figure,
+
+
 rule all:
     input:
         TABLE_FILES,
         FIGURE_FILES,
     default_target: True
+
+
+onsuccess:
+    # results/manifest.json: the commit, the configuration's digest, versions, host, devices and per-rule wall
+    # times behind these results (rankscale.manifest); rewritten only when it changes
+    write_manifest()

@@ -11,10 +11,14 @@ hub code path of `rankscale.sources.hub` runs offline on data with the real sche
   level, supporting_facts {title, sent_id}, context {title, sentences (list of lists)}
 - isaacus/open-australian-legal-corpus, split corpus: version_id, type, jurisdiction,
   source, mime, date, citation, url, when_scraped, text
+
+and `cache_repo`, a hub model in a Hugging Face cache as `snapshot_download` leaves it, which the
+hub code paths of rule `download` and of the extraction read offline.
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +162,20 @@ BUILDERS = {
 def local_hub(root: Path) -> dict[str, Path]:
     """Every paper dataset under `root`, keyed by its hub id."""
     return {hub_id: build(root / hub_id.replace("/", "--")) for hub_id, build in BUILDERS.items()}
+
+
+HUB_COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def cache_repo(cache: Path, repo: str, folders: list[Path], commit: str = HUB_COMMIT, branch: str = "main") -> Path:
+    """`repo` at `commit` (and `branch` pointing at it) in a Hugging Face cache, holding the folders' files."""
+    root = cache / f"models--{repo.replace('/', '--')}"
+    snapshot = root / "snapshots" / commit
+    snapshot.mkdir(parents=True, exist_ok=True)
+    for folder in folders:
+        for path in folder.iterdir():
+            if path.is_file():
+                shutil.copy2(path, snapshot / path.name)
+    (root / "refs").mkdir(exist_ok=True)
+    (root / "refs" / branch).write_text(commit)
+    return snapshot

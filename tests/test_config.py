@@ -110,3 +110,11 @@ def test_identity_diff_names_each_difference() -> None:
         "max_length: array has 64.0, config says 128",
     ]
     assert identity.diff(RankIdentity.from_params({**identity.params(), "max_length": 128.0})) == []
+
+
+def test_the_schema_defines_exactly_the_dataset_sources_of_the_code() -> None:
+    """config.py reads the source names from the schema (`$defs/<name>_dataset`); the code's registry is SOURCES."""
+    from rankscale.config import load_schema
+    from rankscale.sources import SOURCES
+
+    assert load_schema()["$defs"]["dataset"]["properties"]["source"]["enum"] == sorted(SOURCES)

@@ -251,9 +251,11 @@ def test_missing_hub_model_gives_one_actionable_message(smoke_run: Path, tmp_pat
     (work / "config/ghost.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     result = _run(work, "results/ranks/ghost/humaneval.npz", config="config/ghost.yaml")
     assert result.returncode != 0
-    log = (work / "logs/extract/ghost/humaneval.log").read_text()
-    assert "model 'ghost': could not load weights" in log
-    assert "hub id 'no-such-org/no-such-model'" in log and "HF_HUB_OFFLINE" in log and "`path:`" in log
+    # the download job (a local rule, before any extraction) stops it, naming the model and what to do
+    log = (work / "logs/download/no-such-org--no-such-model@main.log").read_text()
+    assert "model 'ghost': could not download hub repository 'no-such-org/no-such-model' at revision 'main'" in log
+    assert "HF_HUB_OFFLINE" in log and "`path:`" in log
+    assert not (work / "logs/extract/ghost").exists()  # no extraction job started
     assert not (work / "results/ranks/ghost").exists() or not any((work / "results/ranks/ghost").iterdir())
 
 

@@ -133,6 +133,44 @@ def test_gguf_entries_are_checked_at_plan_time(tmp_path: Path) -> None:
     assert plan.source.location.startswith("resources/gguf/") and plan.identity("h").weights.startswith("gguf:")
 
 
+@pytest.mark.parametrize(
+    ("keep", "entry_named"),
+    [
+        (20, "at the header: it needs 24 bytes, but the file has 20"),
+        (1_000_000, "at metadata entry 'tokenizer.ggml.merges': it needs 1000007 bytes, but the file has 1000000"),
+        (5_000_000, "at the data of tensor 'token_embd.weight'"),
+        (-100, "at the data of tensor 'output_norm.weight'"),  # the last tensor, 100 bytes short
+    ],
+)
+def test_a_truncated_gguf_file_is_refused_at_plan_time_naming_file_and_entry(
+    tmp_path: Path, keep: int, entry_named: str
+) -> None:
+    """Not transformers' bare `struct.error` in the conversion job: the file, the entry it breaks off in."""
+    data = smollm2().read_bytes()
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(data[:keep])
+    with pytest.raises(ConfigError) as refused:
+        build_plan(entry(gguf=str(cut)))
+    message = str(refused.value)
+    assert message.startswith(f"models[0].gguf: GGUF file {str(cut)!r} is truncated or corrupt ")
+    assert entry_named in message and "reinstall" in message
+
+
+def test_a_truncated_safetensors_file_names_the_file(tmp_path: Path) -> None:
+    """A local model whose weights file is cut short: safetensors' own error names no file."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from rankscale.models import ModelLoadError, ModelSource, load_model
+
+    folder = tmp_path / "tiny"
+    GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=64, n_positions=32)).save_pretrained(folder)
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    with pytest.raises(ModelLoadError, match=rf"model 'tiny': could not load weights: {weights} \(1000 bytes\) is "
+                       "truncated or corrupt: .*; copy or save the model again"):  # fmt: skip
+        load_model(ModelSource.directory("tiny", str(folder)), "float32", "cpu", None, None)
+
+
 def test_a_gguf_entry_without_the_gguf_package_names_the_install_command() -> None:
     """Refused at plan time, before any job (`gguf` made unimportable the way Python marks a missing module)."""
     smollm2()

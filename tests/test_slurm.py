@@ -8,19 +8,27 @@ the plugin these tests are skipped, unless RANKSCALE_REQUIRE_SLURM is set (.ci/r
 
 from __future__ import annotations
 
+import copy
 import importlib.util
+import json
 import os
 import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
+import yaml
 
-from tests.conftest import copy_workflow, planned_jobs, snakemake
+from rankscale.plan import ladder_dir
+from tests.conftest import REPO, copy_workflow, planned_jobs, snakemake
+from tests.hub_fixtures import HUB_COMMIT, cache_repo
 from tests.slurm_cluster import SlurmCluster, local_cluster, missing_binaries
 
 TABLES = ("metrics", "powerlaw_fits", "lognormal_fits", "emergence")
+SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+LADDER = ladder_dir(SMOKE)
 
 
 def _skip_or_fail(reason: str) -> None:
@@ -56,6 +64,36 @@ def planned_resources(text: str) -> list[tuple[str, dict[str, str]]]:
             jobs.append((rule, dict(pair.split("=", 1) for pair in pairs)))
             rule = None
     return jobs
+
+
+LOCAL_RULES = {"all", "download", "corpus", "tokenize", "token_kinds", "ladder_corpus", "summarize", "table", "figure"}
+
+
+def submissions(text: str) -> tuple[Counter[str], Counter[str]]:
+    """Jobs of `snakemake -n` output by rule: those sbatch would submit (`rule x:`), those run here (`localrule x:`)."""
+    remote, local = Counter(), Counter()
+    for line in text.splitlines():
+        if match := re.fullmatch(r"(local)?rule (\w+):", line.strip()):
+            (local if match.group(1) else remote)[match.group(2)] += 1
+    return remote, local
+
+
+@pytest.mark.parametrize(("configfile", "extractions"), [("config/polypythia.yaml", 400), ("config/paper.yaml", 0)])
+def test_a_cluster_run_submits_the_extractions_and_little_else(tmp_path: Path, configfile: str, extractions: int):
+    """Only the heavy jobs go to sbatch: the cheap ones (downloads, corpora, tokens, summaries, tables, figures)
+    run on the submitting host. PolyPythia: at most 410 submissions (854 before); the paper grid: extractions + 10."""
+    _require_plugin()
+    workdir = copy_workflow(tmp_path / "plan")
+    result = snakemake(workdir, "--workflow-profile", "profiles/slurm", "--configfile", configfile, "-n")
+    text = result.stdout + result.stderr
+    assert result.returncode == 0, text[-5000:]
+    remote, local = submissions(text)
+    assert set(local) <= LOCAL_RULES and set(remote).isdisjoint(LOCAL_RULES), (remote, local)
+    assert local["summarize"] == remote["extract"] > 0 and local["download"] > 0, (remote, local)
+    if extractions:
+        assert remote["extract"] == extractions
+    assert sum(remote.values()) <= remote["extract"] + 10, remote
+    print(configfile, dict(remote), dict(local))  # docs/cluster.md quotes these counts
 
 
 def test_profile_plans_model_resources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -139,7 +177,7 @@ def test_smoke_workflow_through_slurm(
 
     # every job was submitted with sbatch, and SLURM ran each one to completion on this node
     submitted = dict(re.findall(r"Job (\d+) has been submitted with SLURM jobid (\d+)", output))
-    assert len(submitted) == sum(planned.values()), output[-6000:]
+    assert len(submitted) == sum(n for rule, n in planned.items() if rule not in LOCAL_RULES), output[-6000:]
     jobs = {job["JobId"]: job for job in slurm.jobs()}
     completed = {job["JobId"]: job for job in slurm.completed_jobs()}
     ran = Counter()
@@ -158,9 +196,39 @@ def test_smoke_workflow_through_slurm(
             assert "TresPerJob" not in job and job["JOB_GRES"] == "(null)", job
             assert job["Partition"] == slurm.partition, job
             assert job["MinMemoryNode"] == "4000M" and job["TimeLimit"] == "01:00:00", job
-    assert ran == planned
+    # only the heavy jobs were submitted; the cheap ones ran on this (the submitting) host
+    remote = Counter({rule: n for rule, n in planned.items() if rule not in LOCAL_RULES})
+    assert set(remote) == {"extract", "ladder_train", "ladder_tokenizer"}, planned
+    assert ran == remote
 
     # same code, same CPU, one thread per job, seeded training: the tables are the same bytes
     for name in TABLES:
         ours = (workdir / "results/tables" / f"{name}.csv").read_bytes()
         assert ours == (smoke_run / "results/tables" / f"{name}.csv").read_bytes(), name
+
+    # a hub model: downloaded by the local rule (here: from a warm cache), scored by a SLURM job that runs
+    # offline (HF_HUB_OFFLINE=1 in the job) from the cache the compute node shares with this host
+    cache = tmp_path / "hub-cache"
+    cache_repo(cache, "org/tiny", [workdir / LADDER / "models/smoke-b", workdir / LADDER / "tokenizer"])
+    hub = copy.deepcopy(SMOKE)
+    hub["models"] = [{"name": "hub-b", "family": "hub", "hub_id": "org/tiny"}]
+    (workdir / "hub.yaml").write_text(yaml.safe_dump(hub, sort_keys=False))
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    result = snakemake(
+        workdir, "--workflow-profile", "profiles/slurm", "--configfile", "hub.yaml", "gpu.yaml",
+        "results/ranks/hub-b/humaneval.npz", "--slurm-status-command", "squeue",
+        "--slurm-init-seconds-before-status-checks", "1", timeout=1200,
+    )  # fmt: skip
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-6000:] + "\n" + slurm.logs()
+    hub_jobs = dict(re.findall(r"Job (\d+) has been submitted with SLURM jobid (\d+)", output)).values()
+    rules = [slurm_job(slurm, i)["Comment"].removeprefix("rule_").split("_wildcards_")[0] for i in hub_jobs]
+    assert rules == ["extract"] and "localrule download:" in output, output[-6000:]
+    meta = json.loads((workdir / "results/ranks/hub-b/humaneval.json").read_text())
+    assert meta["resolved_revision"] == HUB_COMMIT
+    ours, theirs = (np.load(workdir / f"results/ranks/{m}/humaneval.npz") for m in ("hub-b", "smoke-b"))
+    assert np.array_equal(ours["rank"], theirs["rank"]) and np.array_equal(ours["logp"], theirs["logp"])
+
+
+def slurm_job(slurm: SlurmCluster, slurm_id: str) -> dict[str, str]:
+    return {job["JobId"]: job for job in slurm.jobs()}[slurm_id]

@@ -159,6 +159,28 @@ def test_rerun_is_a_no_op_and_report_builds(smoke_run):
     assert len(html) > 100_000
     for name in FIGURES:
         assert name in html
+    # the run manifest opens it
+    manifest = json.loads((smoke_run / "results/manifest.json").read_text())
+    assert manifest["config_digest"] in html and "wall time: extract" in html
+
+
+def test_the_run_manifest_says_what_made_the_results(smoke_run):
+    from rankscale.canon import canonical, short_hash
+    from rankscale.config import validate
+
+    manifest = json.loads((smoke_run / "results/manifest.json").read_text())
+    config = validate(yaml.safe_load((smoke_run / "config/smoke.yaml").read_text()))
+    assert manifest["config_digest"] == short_hash(canonical(config))
+    assert manifest["commit"] is None and manifest["dirty"] is None  # the test's copy is no git checkout
+    pairs = len(config["ladder"]["sizes"]) * len(config["datasets"])
+    assert manifest["devices"] == {"cpu": pairs}
+    rules = manifest["rules"]
+    assert rules["extract"]["jobs"] == rules["summarize"]["jobs"] == pairs
+    assert rules["ladder_train"]["jobs"] == len(config["ladder"]["sizes"]) and rules["table"]["jobs"] == len(TABLES)
+    seconds = [float(line.split("\t")[0]) for path in (smoke_run / "results/benchmarks/extract").rglob("*.tsv")
+               for line in path.read_text().splitlines()[1:]]  # fmt: skip
+    assert rules["extract"]["wall_s"] == round(sum(seconds), 1)
+    assert manifest["versions"]["torch"] and manifest["host"]["cpus"] >= 1
 
 
 def test_lint_is_clean(tmp_path):

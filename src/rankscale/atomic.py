@@ -140,6 +140,47 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
+CHECKSUMS = Path(".snakemake") / "rankscale" / "checksums.json"  # in the working directory, beside Snakemake's own
+
+
+def _stamp(path: Path) -> list[int]:
+    """What changes whenever a file's bytes do: size, modification and status-change times, inode (a copy that
+    keeps the modification time still gets a new status-change time, which no tool can set)."""
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _known_checksums(cache: Path) -> dict[str, list]:
+    try:
+        return json.loads(cache.read_text())
+    except (OSError, ValueError):
+        return {}  # none yet, or a damaged cache: it is only a cache
+
+
+def remember_checksum(path: str | os.PathLike[str], checksum: str, cache: Path = CHECKSUMS) -> None:
+    """Record that this version of `path` has `checksum` (its writer just computed it), so readers need not hash it."""
+    path = Path(path)
+    known = _known_checksums(cache)  # read just before writing: jobs at once lose at most an entry, not the file
+    known[str(path.resolve())] = [_stamp(path), checksum]
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(known, sort_keys=True))
+    os.replace(tmp, cache)
+
+
+def checksum_matches(path: str | os.PathLike[str], checksum: str, cache: Path = CHECKSUMS) -> bool:
+    """sha256_file(path) == checksum, hashing the file only the first time this version of it is checked: every
+    table and figure job reads the same summaries, which used to be hashed once per job."""
+    path = Path(path)
+    entry = _known_checksums(cache).get(str(path.resolve()))
+    if entry is not None and entry == [_stamp(path), checksum]:
+        return True
+    if sha256_file(path) != checksum:
+        return False
+    remember_checksum(path, checksum, cache)
+    return True
+
+
 def sha256_dir(path: str | os.PathLike[str]) -> str:
     """Hex SHA-256 over a directory's relative file names and contents (sorted)."""
     root = Path(path)

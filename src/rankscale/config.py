@@ -32,19 +32,18 @@ def load_schema(schema_path: Path = SCHEMA_PATH) -> dict[str, Any]:
 
 
 def _add_dataset_sources(schema: dict[str, Any], schema_path: Path) -> None:
-    """Complete `$defs/dataset` from the registry of sources, the one list of their names.
+    """Complete `$defs/dataset` from the sources the schema defines (`$defs/<name>_dataset`, one per source of
+    `rankscale.sources.SOURCES`; tests/test_config.py keeps the two lists equal).
 
-    `source` becomes one of the names in SOURCES, and each name gets a branch: an entry with
-    `source: <name>` takes the keys of `$defs/<name>_dataset` (and its defaults). An entry whose
-    source is unknown gets that one error, not one more for each of its keys.
+    `source` becomes one of those names, and each name gets a branch: an entry with `source: <name>` takes
+    the keys of `$defs/<name>_dataset` (and its defaults). An entry whose source is unknown gets that one
+    error, not one more for each of its keys. The names are read from the schema, not imported from
+    `rankscale.sources`, which validates its entries with this module: no import climbs back up.
     """
-    from rankscale.sources import SOURCES  # imports this module: not at the top
-
-    names = sorted(SOURCES)
     definitions = schema["$defs"]
-    missing = [name for name in names if f"{name}_dataset" not in definitions]
-    if missing:
-        raise ConfigError(f"{schema_path}: no $defs/{missing[0]}_dataset for the dataset source {missing[0]!r}")
+    names = sorted(key.removesuffix("_dataset") for key in definitions if key.endswith("_dataset"))
+    if not names:
+        raise ConfigError(f"{schema_path}: no $defs/<name>_dataset: the schema defines no dataset source")
     dataset = definitions["dataset"]
     dataset["properties"]["source"]["enum"] = names
     dataset["allOf"] = [

@@ -10,7 +10,8 @@ import json
 import logging
 import platform
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,11 @@ import torch
 import transformers
 
 from rankscale import __version__
+from rankscale.downloads import check_cached
 from rankscale.extract import ExtractionSettings, extract_ranks
+from rankscale.fingerprint import weights_digest
 from rankscale.gguf import converted_info
+from rankscale.gpu_slots import claim, cuda_device_ids
 from rankscale.identity import RankIdentity, Upstream
 from rankscale.models import (
     ModelSource,
@@ -65,12 +69,29 @@ def check_vocabulary(columns: int, vocab_size: int, job: Mapping[str, Any]) -> N
 
 
 def run(
-    job: Mapping[str, Any], identity: RankIdentity, dataset: str, tokens_path: str | Path
+    job: Mapping[str, Any],
+    identity: RankIdentity,
+    dataset: str,
+    tokens_path: str | Path,
+    downloads: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[RankArrays, dict[str, Any]]:
-    """Score `tokens_path` with the job's model; `job` is `ModelPlan.job()` (source, runtime, checks)."""
+    """Score `tokens_path` with the job's model; `job` is `ModelPlan.job()` (source, runtime, checks).
+
+    A hub model loads the commit its download record names (`rankscale.downloads`), from the cache.
+    """
     name, runtime = job["name"], job["runtime"]
     check_device(runtime["device"], name, job["device_key"])
     source = ModelSource(**job["source"])
+    weights = identity.weights if identity.weights and not identity.weights.startswith("gguf:") else None
+    if weights and weights_digest(source.location) != weights:  # cached by the files' stamps: no rehash
+        raise ValueError(
+            f"model {name!r}: the weight files in {source.location!r} changed after snakemake planned this job; "
+            "rerun snakemake (it rescores a model whose weights change)"
+        )
+    for record in downloads:
+        commit = check_cached(record, f"model {name!r}")
+        if not record["tokenizer_only"]:
+            source = replace(source, revision=commit)  # a branch (`main`) read once, at download
     token_meta = json.loads(Path(f"{tokens_path}.json").read_text())
     tokenizer = load_tokenizer(source)
     vocab_size = len(tokenizer)
@@ -78,6 +99,10 @@ def run(
     if tokenizer_fingerprint(tokenizer) != upstream.tokenizer:
         raise ValueError(f"{tokens_path}: tokenized with a different tokenizer than model {name!r} uses")
     device = resolve_device(runtime["device"])
+    if device.type == "cuda" and device.index is None and not runtime["device_map"]:
+        slot = claim(cuda_device_ids())  # held until this process ends: one job per GPU (rankscale.gpu_slots)
+        device = torch.device("cuda", slot.index)
+        log.info("%s: GPU slot cuda:%d (%s)", name, slot.index, slot.device_id)
     model = load_model(
         source,
         dtype=identity.dtype,
@@ -127,7 +152,7 @@ def run(
         "family": job["family"],
         **identity.sidecar(),
         # a converted GGUF model is its file: its digest, and the quantization its dequantized weights come from
-        "resolved_revision": f"gguf:{gguf['sha256']}" if gguf else resolved_revision(source, model),
+        "resolved_revision": f"gguf:{gguf['sha256']}" if gguf else resolved_revision(source, model, weights),
         "quantization": gguf["quantization"] if gguf else None,
         "gguf_file": gguf["file"] if gguf else None,
         "S": params.non_embedding,

@@ -17,9 +17,9 @@ and comments do not change a digest; everything else in the code behind an outpu
 
 from rankscale.fingerprint import FormatVersion
 
-CORPUS_FORMAT = FormatVersion(version=1, code="60970d3f7edc4a1d", scripts=("corpus",))
+CORPUS_FORMAT = FormatVersion(version=1, code="27e644975ec8f491", scripts=("corpus",))
 # version 2: each document begins with the start tokens its tokenizer adds (a BOS), never with an appended EOS
-RANK_FORMAT = FormatVersion(version=2, code="00ecdc373bc07b81", scripts=("tokenize", "extract"))
+RANK_FORMAT = FormatVersion(version=2, code="844f1e6d16f6f6a6", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
-    version=1, code="7ef6203de8e8bbc3", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
+    version=1, code="470e0caa1f832d3d", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )

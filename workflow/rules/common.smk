@@ -13,6 +13,7 @@ if SRC not in sys.path:
     sys.path.insert(0, SRC)
 
 from rankscale.config import ConfigError, load_yaml, validate  # noqa: E402
+from rankscale.downloads import extraction_downloads, hub_downloads  # noqa: E402
 from rankscale.fingerprint import code_digest  # noqa: E402
 from rankscale.formats import CORPUS_FORMAT, RANK_FORMAT  # noqa: E402
 from rankscale.plan import (  # noqa: E402
@@ -36,7 +37,7 @@ try:
     for configfile in workflow.configfiles:  # Snakemake's loader lets a duplicate key win silently
         load_yaml(configfile)
     validate(config, Path(workflow.basedir) / "config/schema.yaml")
-    PLAN = build_plan(config)
+    PLAN = build_plan(config, validated=True)  # validated once, just above
 except ConfigError as exc:
     raise WorkflowError(f"config error: {exc}") from None
 
@@ -51,8 +52,9 @@ MODELS = list(PLAN)
 DATASETS = sorted(config["datasets"])  # a mapping has no order: figures' columns go by name
 TOKENIZERS = tokenizer_sources(PLAN)
 GGUF = {plan.gguf.digest: plan.gguf for plan in PLAN.values() if plan.gguf}  # converted once each
+DOWNLOADS = hub_downloads(PLAN)  # hub repositories, fetched once each before any extraction (rule download)
 LADDER = config.get("ladder")
-LADDER_DIR = ladder_dir(config)
+LADDER_DIR = ladder_dir(config, validated=True)
 
 # what summaries are computed with: every k a table or figure reads is on their k grid
 SUMMARY_SETTINGS = summary_settings(config)
@@ -64,6 +66,7 @@ CODE = {
     for step in ("summarize", "table", "figure", "token_kinds")
 }
 
+MANIFEST = "results/manifest.json"
 TABLE_FILES = expand("results/tables/{table}.csv", table=TABLES)
 FIGURE_FILES = expand("results/figures/{figure}.{ext}", figure=FIGURES, ext=["png", "pdf"])
 
@@ -75,6 +78,24 @@ wildcard_constraints:
     figure="|".join(map(re.escape, FIGURES)),
     tok="[A-Za-z0-9._@-]+",
     digest="[0-9a-f]{16}",
+    download="|".join(map(re.escape, DOWNLOADS)) or "^$",
+
+
+def write_manifest():
+    from rankscale import manifest
+
+    pairs = [(m, d) for m in MODELS for d in DATASETS]
+    benchmarks = {
+        "extract": [Path(f"results/benchmarks/extract/{m}/{d}.tsv") for m, d in pairs],
+        "summarize": [Path(f"results/benchmarks/summarize/{m}/{d}.tsv") for m, d in pairs],
+        "table": [Path(f"results/benchmarks/tables/{t}.tsv") for t in TABLES],
+        "figure": [Path(f"results/benchmarks/figures/{f}.tsv") for f in FIGURES],
+        "ladder_train": [Path(f"results/benchmarks/ladder_train/{m}.tsv") for m in MODELS if PLAN[m].ladder],
+        "gguf_convert": [Path(f"results/benchmarks/gguf_convert/{g}.tsv") for g in GGUF],
+    }
+    sidecars = [Path(f"results/ranks/{m}/{d}.json") for m, d in pairs]
+    built = manifest.build(config, Path(workflow.basedir), sidecars, benchmarks)
+    manifest.write(built, Path(MANIFEST))
 
 
 def runtime_setting(model, key):
@@ -100,11 +121,18 @@ def tokenizer_users(tok):
     return [name for name, plan in PLAN.items() if plan.tokenizer_key == tok]
 
 
+def download_users(key):
+    return [name for name, plan in PLAN.items() if any(d.key == key for d in extraction_downloads(plan))]
+
+
 def extract_inputs(wc):
     plan = PLAN[wc.model]
     inputs = {"tokens": f"results/tokens/{plan.tokenizer_key}/{wc.dataset}.npz"}
     if plan.source.local:
         inputs["model"] = plan.source.location
+    # `ancient`: a download made after the rank array (e.g. by a colleague who pulled the arrays with DVC and
+    # then added a model) does not make the array stale; nor is it fetched while the array is up to date
+    inputs["downloads"] = [ancient(d.record) for d in extraction_downloads(plan)]
     return inputs
 
 

@@ -1,7 +1,9 @@
 # Rank extraction: the one expensive, model-dependent step. Its `identity` params hold exactly
 # what a rank array depends on (rankscale.identity.RankIdentity); runtime settings (device,
 # batch size, ...) travel in the derived `job` params, so changing them never reruns a job.
-# A GGUF model is first converted, once, into a float32 model directory that every extraction loads.
+# A GGUF model is first converted, once, into a float32 model directory that every extraction loads. A hub
+# model is first downloaded, once per revision, by a local rule (on the host that runs snakemake, where the
+# network is): extraction jobs run offline (rankscale.downloads).
 
 
 rule extract:
@@ -26,6 +28,20 @@ rule extract:
         "../../envs/ml.yaml"
     script:
         "../scripts/extract.py"
+
+
+rule download:
+    output:
+        "resources/downloads/{download}.json",
+    params:
+        spec=lambda wc: DOWNLOADS[wc.download].params(),
+        models=lambda wc, output: download_users(wc.download),  # for messages (derived: adding one reruns nothing)
+    log:
+        "logs/download/{download}.log",
+    conda:
+        "../../envs/ml.yaml"
+    script:
+        "../scripts/download.py"
 
 
 rule gguf_convert:

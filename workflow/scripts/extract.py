@@ -1,6 +1,12 @@
 """Rule extract: one model x one dataset -> rank array + provenance sidecar."""
 
+import json
+import os
 import sys
+
+# compute jobs never reach the Hub (many clusters' compute nodes cannot): hub models were fetched by rule
+# `download` on the host that runs snakemake, and load from the cache (set before transformers is imported)
+os.environ["HF_HUB_OFFLINE"] = "1"
 
 snakemake = globals()["snakemake"]
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any environment
@@ -16,5 +22,7 @@ from rankscale.rankfile import save_rank_arrays
 setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 identity = RankIdentity.from_params(snakemake.params.identity)
-arrays, meta = run(snakemake.params.job, identity, snakemake.wildcards.dataset, snakemake.input.tokens)
+records = snakemake.input.get("downloads", [])
+downloads = [json.loads(open(path).read()) for path in ([records] if isinstance(records, str) else records)]
+arrays, meta = run(snakemake.params.job, identity, snakemake.wildcards.dataset, snakemake.input.tokens, downloads)
 save_rank_arrays(arrays, snakemake.output.ranks, snakemake.output.meta, meta)

@@ -1,6 +1,7 @@
 """The configuration turned into concrete models, keys, checks and per-job settings for the workflow.
 
-- `models`: one `ModelPlan` per model (ladder sizes, their checkpoints, hub and local entries);
+- `types`: `ModelPlan` and `Runtime`, what the plan is made of;
+- `models`: `build_plan`, one `ModelPlan` per model (ladder sizes, their checkpoints, hub and local entries);
 - `keys`: tokenizer keys, the ladder directory, corpus params, file-name slugs;
 - `checks`: what the schema cannot check, before any job starts;
 - `settings`: the settings each summary, table and figure job reads.
@@ -19,7 +20,7 @@ from rankscale.plan.keys import (
     tokenizer_params,
     tokenizer_sources,
 )
-from rankscale.plan.models import RUNTIME_KEYS, ModelPlan, Runtime, build_plan, checkpoint_name, ladder_models
+from rankscale.plan.models import build_plan, checkpoint_name, ladder_models
 from rankscale.plan.settings import (
     figure_settings,
     run_checkpoints,
@@ -27,6 +28,7 @@ from rankscale.plan.settings import (
     table_settings,
     training_params,
 )
+from rankscale.plan.types import RUNTIME_KEYS, ModelPlan, Runtime
 
 __all__ = [
     "LADDER_ROOT",

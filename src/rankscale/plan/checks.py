@@ -20,7 +20,21 @@ from rankscale.schedule import tokens_per_step, training_steps
 from rankscale.sources import check_dataset
 
 if TYPE_CHECKING:
-    from rankscale.plan.models import ModelPlan
+    from rankscale.plan.types import ModelPlan
+
+
+def check_config(config: Mapping[str, Any], check_paths: bool = True) -> None:
+    """Everything about a validated configuration that its schema cannot check, before any model is planned."""
+    check_ladder(config, check_paths)
+    check_checkpoints(config)
+    check_datasets(config, check_paths)
+    check_analysis(config)
+
+
+def check_plans(plans: Mapping[str, ModelPlan]) -> None:
+    """What only the planned models together show: training runs that do not fit, families too small to fit."""
+    check_replicas(plans)
+    warn_small_families(plans)
 
 
 def check_checkpoints(config: Mapping[str, Any]) -> None:
@@ -61,7 +75,7 @@ def check_ladder(config: Mapping[str, Any], check_paths: bool = True) -> None:
                 f"ladder.sizes[{i}].heads: {size['heads']} heads do not divide d_model = {size['d_model']} "
                 f"(size {size['name']!r})"
             )
-    counts = Path(ladder_dir(config)) / TRAIN_TOKENS
+    counts = Path(ladder_dir(config, validated=True)) / TRAIN_TOKENS
     if ladder and check_paths and counts.is_file():
         tokens = int(json.loads(counts.read_text())["tokens"])
         if ladder["train"]["seq_len"] > tokens:

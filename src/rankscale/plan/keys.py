@@ -19,7 +19,7 @@ from rankscale.formats import TRAIN_FORMAT
 from rankscale.models import ModelSource
 
 if TYPE_CHECKING:
-    from rankscale.plan.models import ModelPlan
+    from rankscale.plan.types import ModelPlan
 
 TRAIN_TOKENS = "train_tokens.json"  # in the ladder directory: the training text's length in tokens
 
@@ -60,7 +60,7 @@ def corpus_params(spec: Mapping[str, Any]) -> dict[str, Any]:
 LADDER_ROOT = "resources/ladder"
 
 
-def ladder_dir(config: Mapping[str, Any]) -> str:
+def ladder_dir(config: Mapping[str, Any], validated: bool = False) -> str:
     """`resources/ladder/<key>`: one directory per ladder training text and tokenizer settings.
 
     Two configurations (the default and config/smoke.yaml) in one clone each keep their own
@@ -68,14 +68,15 @@ def ladder_dir(config: Mapping[str, Any]) -> str:
     free of every evaluated dataset's text, so those datasets are part of the key. Model
     settings (size, training) are the ladder_train rule's params, not part of the key.
     """
-    validated = validate(copy.deepcopy(dict(config))) if config.get("ladder") else None
-    if not validated:
+    if not config.get("ladder"):
         return f"{LADDER_ROOT}/none"
-    ladder = validated["ladder"]
+    if not validated:  # a raw configuration (tests, tools); the workflow's is validated once, before the plan
+        config = validate(copy.deepcopy(dict(config)))
+    ladder = config["ladder"]
     key = {
         "corpus": [corpus_params(spec) for spec in ladder["corpus"]],
         "tokenizer": ladder["tokenizer"],
-        "disjoint_from": {name: corpus_params(spec) for name, spec in validated["datasets"].items()},
+        "disjoint_from": {name: corpus_params(spec) for name, spec in config["datasets"].items()},
     }
     return f"{LADDER_ROOT}/{short_hash(TRAIN_FORMAT.params(key), 12)}"
 

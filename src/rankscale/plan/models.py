@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,97 +17,12 @@ from rankscale.config import ConfigError, validate
 from rankscale.fingerprint import weights_digest
 from rankscale.gguf import GgufError, GgufSource
 from rankscale.gguf import resolve as resolve_gguf
-from rankscale.identity import SETTING_KEYS, RankIdentity
+from rankscale.identity import SETTING_KEYS
 from rankscale.models import ModelSource
-from rankscale.plan.checks import (
-    check_analysis,
-    check_checkpoints,
-    check_datasets,
-    check_ladder,
-    check_local_model,
-    check_replicas,
-    check_windows,
-    mark_checkpoints,
-    warn_small_families,
-)
+from rankscale.plan.checks import check_config, check_local_model, check_plans, check_windows, mark_checkpoints
 from rankscale.plan.keys import distinct_tokenizer_keys, ladder_dir, tokenizer_key
+from rankscale.plan.types import RUNTIME_KEYS, ModelPlan, Runtime
 from rankscale.schedule import tokens_seen
-from rankscale.windows import WINDOW_KEYS
-
-
-@dataclass(frozen=True)
-class Runtime:
-    """How fast and where a model's extraction runs: changing these never reruns anything."""
-
-    device: str
-    batch_size: int
-    head_chunk: int | None
-    device_map: str | None
-    attn_implementation: str | None
-    threads: int
-    gpus: int
-    mem_mb: int
-    runtime: int
-
-
-RUNTIME_KEYS = tuple(Runtime.__dataclass_fields__)
-
-
-@dataclass(frozen=True)
-class ModelPlan:
-    name: str
-    family: str
-    source: ModelSource
-    ladder: bool
-    tokenizer_key: str
-    settings: dict[str, Any]  # the identity settings (dtype, head dtype, windows, ties) before dataset overrides
-    runtime: Runtime
-    expected_size: int | None  # published S, checked against the loaded model
-    expected_vocab: int | None  # published len(tokenizer), checked at extraction
-    dataset_windows: dict[str, dict[str, Any]]  # per-dataset window overrides
-    where: str  # the entry's key path, for messages
-    keys: dict[str, str]  # setting -> the key path it was given at
-    allow_vocab_gap: bool  # an output layer wider than the tokenizer beyond padding is accepted
-    D: int | None  # training tokens seen, where known
-    size: str  # the training run this model is a checkpoint of (its own name for a final model)
-    checkpoint: int | None  # a ladder checkpoint: the training tokens it was asked at
-    weights: str | None  # a local model's weights digest (rankscale.fingerprint.weights_digest)
-    seed: int | None  # the training seed, where known
-    replica_of: str  # the size it is one training run of (several seeds of one size share it)
-    gguf: GgufSource | None  # the GGUF file a `gguf:` entry converts into `source.location`
-    final: bool = True  # the last checkpoint of its run: size laws use these only (mark_checkpoints sets it)
-
-    def info(self) -> dict[str, Any]:
-        """What the summaries record about the model besides what it scored (`rankscale.summary.ModelInfo`)."""
-        size = self.size or self.name
-        return {"family": self.family, "D": self.D, "size": size, "final": self.final, "seed": self.seed,
-                "replica_of": self.replica_of or size}  # fmt: skip
-
-    def identity(self, dataset: str) -> RankIdentity:
-        """What this model's rank array on `dataset` depends on (the dataset's windows win)."""
-        settings = {**self.settings, **self.dataset_windows.get(dataset, {})}
-        return RankIdentity.from_settings(
-            self.source.location, self.source.revision, self.source.tokenizer_location, settings, self.weights
-        )
-
-    def windows_for(self, dataset: str) -> dict[str, Any]:
-        identity = self.identity(dataset)
-        return {k: getattr(identity, k) for k in WINDOW_KEYS}
-
-    def job(self) -> dict[str, Any]:
-        """What an extraction job needs besides its identity: where to load from, runtime, checks."""
-        return {
-            "name": self.name,
-            "family": self.family,
-            "source": asdict(self.source),
-            "tokenizer_key": self.tokenizer_key,
-            "runtime": asdict(self.runtime),
-            "expected_size": self.expected_size,
-            "expected_vocab": self.expected_vocab,
-            "where": self.where,
-            "device_key": self.keys["device"],
-            "allow_vocab_gap": self.allow_vocab_gap,
-        }
 
 
 def checkpoint_name(size: str, tokens: int) -> str:
@@ -202,20 +116,20 @@ def _source(
     raise ConfigError(f"{where}: model {name!r} needs `hub_id` (with optional `revision`), `path` or `gguf`")
 
 
-def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str, ModelPlan]:
-    """Resolve every model entry (ladder sizes first) into a ModelPlan, in config order.
+def build_plan(config: Mapping[str, Any], check_paths: bool = True, validated: bool = False) -> dict[str, ModelPlan]:
+    """Resolve every model entry (ladder sizes first) into a ModelPlan, in config order, reading top to bottom:
+    validate, check the configuration, build each model (its source, tokenizer key, settings), then derive
+    what needs all of them (checkpoint groups, distinct tokenizer keys) and check those.
 
-    The configuration is validated (defaults filled in, on a copy) first, so a raw YAML
-    configuration works as well as the one the workflow validated.
+    A raw configuration is validated (defaults filled in, on a copy) first; the workflow passes the one it has
+    validated (`validated=True`), so validation runs once.
     """
-    config = validate(copy.deepcopy(dict(config)))
-    check_ladder(config, check_paths)
-    check_checkpoints(config)
-    check_datasets(config, check_paths)
-    check_analysis(config)
+    if not validated:
+        config = validate(copy.deepcopy(dict(config)))
+    check_config(config, check_paths)
     defaults = config["extraction"]
     windows = dataset_windows(config)
-    ladder = ladder_dir(config)
+    ladder = ladder_dir(config, validated=True)
     plans: dict[str, ModelPlan] = {}
     n_ladder = len(ladder_models(config))
     for i, entry in enumerate(ladder_models(config) + config["models"]):
@@ -255,9 +169,8 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True) -> dict[str,
     if not plans:
         raise ConfigError("models: the configuration lists no models (ladder.sizes and models are both empty)")
     mark_checkpoints(plans)
-    check_replicas(plans)
     distinct_tokenizer_keys(plans)
-    warn_small_families(plans)
+    check_plans(plans)
     return plans
 
 

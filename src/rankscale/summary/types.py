@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rankscale.atomic import sha256_file, write_json, write_npz
+from rankscale.atomic import checksum_matches, remember_checksum, sha256_file, write_json, write_npz
 from rankscale.conjecture import Distribution
 from rankscale.statistics import Totals
 from rankscale.strata import Stratum
@@ -181,9 +181,11 @@ def write_summary(summary: Summary, hist: np.ndarray, boot: Mapping[str, np.ndar
     """Write the histogram and bootstrap files, then the summary recording their checksums (last: it marks completion)."""
     write_npz(paths.hist, counts=hist)
     write_npz(paths.boot, **boot)
-    done = Summary(**{**{f.name: getattr(summary, f.name) for f in fields(summary)},
-                      "files": {"hist": sha256_file(paths.hist), "boot": sha256_file(paths.boot)}})  # fmt: skip
+    files = {"hist": sha256_file(paths.hist), "boot": sha256_file(paths.boot)}
+    done = Summary(**{**{f.name: getattr(summary, f.name) for f in fields(summary)}, "files": files})
     write_json(paths.summary, done.to_json())
+    for kind, checksum in files.items():  # hashed once, here: the table and figure jobs that read them need not
+        remember_checksum(paths.hist if kind == "hist" else paths.boot, checksum)
     return done
 
 
@@ -197,7 +199,7 @@ def read_summary(path: str | Path) -> Summary:
 def _verified(summary: Summary, paths: SummaryPaths, kind: str) -> Path:
     path = paths.hist if kind == "hist" else paths.boot
     recorded = summary.files.get(kind)
-    if recorded is None or not path.exists() or sha256_file(path) != recorded:
+    if recorded is None or not path.exists() or not checksum_matches(path, recorded):
         raise SummaryError(
             f"{path}: does not match the checksum {paths.summary} records for it (truncated, replaced or missing); "
             f"{paths.recompute()}"

@@ -1,0 +1,130 @@
+"""The run manifest: what produced a configuration's results, for a reader who finds them months later.
+
+Written by the workflow's `onsuccess` handler (Snakefile) after every successful run: the code's git commit
+and whether the tree was dirty, the configuration's digest, package versions, the host, the devices the
+rank arrays were scored on, and per-rule job counts and wall times from the jobs' benchmark files. It holds
+no time stamp, so a run that changes nothing rewrites nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from rankscale.atomic import write_json
+from rankscale.canon import canonical, short_hash
+
+PACKAGES = ("rankscale", "snakemake", "torch", "transformers", "tokenizers", "huggingface_hub", "datasets",
+            "numpy", "scipy", "pandas", "matplotlib")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RuleTimes:
+    """The jobs of one rule whose benchmark files exist, and their summed wall time."""
+
+    jobs: int
+    wall_s: float
+
+
+@dataclass(frozen=True)
+class Manifest:
+    commit: str | None  # None outside a git checkout
+    dirty: bool | None  # uncommitted changes to tracked files
+    config_digest: str
+    versions: dict[str, str | None]
+    host: dict[str, Any]
+    devices: dict[str, int]  # device -> rank arrays scored on it
+    rules: dict[str, RuleTimes] = field(default_factory=dict)
+
+
+def git_state(directory: Path) -> tuple[str | None, bool | None]:
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(directory), *args], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return None, None
+    return commit, bool(git("status", "--porcelain", "--untracked-files=no"))
+
+
+def versions() -> dict[str, str | None]:
+    found: dict[str, str | None] = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def rule_times(benchmarks: Mapping[str, Iterable[Path]]) -> dict[str, RuleTimes]:
+    """Per rule, from Snakemake's benchmark files (a TSV whose `s` column is the job's wall time)."""
+    out = {}
+    for rule, paths in benchmarks.items():
+        seconds = []
+        for path in paths:
+            if path.is_file():
+                lines = path.read_text().splitlines()
+                header = lines[0].split("\t")
+                seconds.append(float(lines[1].split("\t")[header.index("s")]))
+        if seconds:
+            out[rule] = RuleTimes(len(seconds), round(sum(seconds), 1))
+    return out
+
+
+def devices(sidecars: Iterable[Path]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for path in sidecars:
+        if path.is_file():
+            device = str(json.loads(path.read_text()).get("device"))
+            counts[device] = counts.get(device, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def build(
+    config: Mapping[str, Any], code_dir: Path, sidecars: Iterable[Path], benchmarks: Mapping[str, Iterable[Path]]
+) -> Manifest:
+    import os
+
+    commit, dirty = git_state(code_dir)
+    host = {"name": platform.node(), "platform": platform.platform(), "cpus": os.cpu_count()}
+    return Manifest(commit, dirty, short_hash(canonical(dict(config))), versions(), host, devices(sidecars),
+                    rule_times(benchmarks))  # fmt: skip
+
+
+def write(manifest: Manifest, path: Path) -> bool:
+    """Write it unless the file already says the same; whether it was written."""
+    data = asdict(manifest)
+    if path.is_file() and json.loads(path.read_text()) == json.loads(json.dumps(data)):
+        return False
+    write_json(path, data)
+    return True
+
+
+def report_fields(path: str | Path) -> dict[str, str | int | float]:
+    """The manifest flattened for the report's landing page (`snakemake --report-metadata`, one level only)."""
+    path = Path(path)
+    if not path.is_file():
+        return {"manifest": f"{path} does not exist yet (it is written when a run succeeds)"}
+    data = json.loads(path.read_text())
+    dirty = {True: " (uncommitted changes)", False: "", None: ""}[data["dirty"]]
+    fields: dict[str, str | int | float] = {
+        "commit": f"{data['commit'] or 'not a git checkout'}{dirty}",
+        "configuration digest": data["config_digest"],
+        "host": f"{data['host']['name']} ({data['host']['platform']}, {data['host']['cpus']} CPUs)",
+        "devices": ", ".join(f"{device}: {n} rank arrays" for device, n in data["devices"].items()) or "none",
+        "versions": ", ".join(f"{name} {version}" for name, version in data["versions"].items() if version),
+    }
+    for rule, times in data["rules"].items():
+        fields[f"wall time: {rule}"] = f"{times['wall_s']:.1f} s in {times['jobs']} jobs"
+    return fields
