@@ -27,6 +27,8 @@ from tests.hub_fixtures import cache_repo
 
 SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
 LADDER = ladder_dir(SMOKE)
+
+
 @pytest.fixture
 def offline_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     from huggingface_hub import constants
@@ -54,6 +56,20 @@ def test_fetch_records_the_commit_a_branch_resolved_to_and_the_job_finds_it(offl
     # pickled weights only for entries that allow them
     assert "*.bin" not in download.patterns() and "*.bin" in HubDownload("o/m", "main", False, False, True).patterns()
     assert "*.py" in HubDownload("o/m", "main", False, True, False).patterns()
+
+
+def test_a_revision_without_loadable_weights_is_refused_at_download(offline_cache: Path, tmp_path: Path) -> None:
+    """Only pickled weights and no `allow_pickle`: refused on the login node, not later on a GPU node."""
+    model = tmp_path / "old"
+    model.mkdir()
+    for name in ("config.json", "pytorch_model.bin", "tokenizer.json"):
+        (model / name).write_text(name)
+    cache_repo(offline_cache, "org/old", [model])
+    safe = HubDownload("org/old", "main", tokenizer_only=False, trust_remote_code=False, allow_pickle=False)
+    with pytest.raises(DownloadError, match=r"no config.json or no weights loadable here \(\*.safetensors;.*allow_pickle"):
+        fetch(safe, "model 'old'")
+    pickled = HubDownload("org/old", "main", tokenizer_only=False, trust_remote_code=False, allow_pickle=True)
+    assert "pytorch_model.bin" in fetch(pickled, "model 'old'")["files"]
 
 
 def test_a_missing_download_or_cache_names_the_model_and_what_to_do(offline_cache: Path) -> None:
@@ -101,7 +117,7 @@ def test_a_hub_model_is_downloaded_once_then_scored_offline_from_the_cache(smoke
         assert meta["resolved_revision"] == COMMIT and meta["revision"] == "main"
         # the same weights and tokenizer as smoke-b, through the same code on this machine: the same ranks
         ours, theirs = (np.load(work / f"results/ranks/{m}/{dataset}.npz") for m in ("hub-b", "smoke-b"))
-        assert np.array_equal(ours["rank"], theirs["rank"]) and np.array_equal(ours["logp"], theirs["logp"])
+        assert np.array_equal(ours["rank"], theirs["rank"]) and np.array_equal(ours["logprob"], theirs["logprob"])
 
     # the cache gone (e.g. on a compute node that does not share it): the job stops at once, naming the model
     shutil.rmtree(cache)

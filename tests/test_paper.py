@@ -132,6 +132,7 @@ def test_plan_and_dry_run(tmp_path: Path) -> None:
     for key, n in jobs.items():
         by_rule[key.split("[")[0]] = by_rule.get(key.split("[")[0], 0) + n
     assert by_rule == {
+        "download": 28,  # 25 models and 3 tokenizers of repositories of their own, once each
         "corpus": 8,
         "tokenize": 64,
         "token_kinds": 8,  # one per tokenizer: the `kind` stratum
@@ -326,7 +327,8 @@ def test_paper_config_end_to_end_on_local_copies(tmp_path: Path, hub: dict[str, 
         for model in ("tiny-16", "tiny-32"):
             meta = json.loads((workdir / f"results/ranks/{model}/{dataset}.json").read_text())
             assert meta["dataset_revision"] == "local directory" and "head_dtype" not in meta  # float32 model
-            assert meta["resolved_revision"].startswith("sha256:")
+            # a `path:` model: the plan's weights digest (hashed once per version of the files), not a second hash
+            assert meta["resolved_revision"] == f"weights:{meta['weights_sha256']}" and meta["weights_sha256"]
             arrays = np.load(workdir / f"results/ranks/{model}/{dataset}.npz")
             lengths = load_tokens(workdir / f"results/tokens/{meta['tokenizer_key']}/{dataset}.npz").doc_lengths()
             if dataset.endswith("-authors"):  # one 512-token window per document: targets 1..511
@@ -392,6 +394,7 @@ def test_pythia_training_grid_plans_offline(tmp_path: Path) -> None:
     for key, n in jobs.items():
         by_rule[key.split("[")[0]] = by_rule.get(key.split("[")[0], 0) + n
     assert by_rule == {
+        "download": 26,  # 25 checkpoints (revisions) and the tokenizer they share, once each
         "corpus": 2,
         "tokenize": 2,
         "token_kinds": 1,

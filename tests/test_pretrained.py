@@ -156,6 +156,15 @@ def test_a_truncated_gguf_file_is_refused_at_plan_time_naming_file_and_entry(
     assert entry_named in message and "reinstall" in message
 
 
+def test_a_gguf_file_of_an_unknown_version_is_refused_not_misread(tmp_path: Path) -> None:
+    data = bytearray(smollm2().read_bytes()[:4096])
+    data[4:8] = (1).to_bytes(4, "little")  # GGUF v1 counted in 32 bits: its layout would be misread
+    old = tmp_path / "v1.gguf"
+    old.write_bytes(bytes(data))
+    with pytest.raises(ConfigError, match=r"is truncated or corrupt at the header: GGUF version 1 is not one"):
+        build_plan(entry(gguf=str(old)))
+
+
 def test_a_truncated_safetensors_file_names_the_file(tmp_path: Path) -> None:
     """A local model whose weights file is cut short: safetensors' own error names no file."""
     from transformers import GPT2Config, GPT2LMHeadModel

@@ -145,7 +145,9 @@ CHECKSUMS = Path(".snakemake") / "rankscale" / "checksums.json"  # in the workin
 
 def _stamp(path: Path) -> list[int]:
     """What changes whenever a file's bytes do: size, modification and status-change times, inode (a copy that
-    keeps the modification time still gets a new status-change time, which no tool can set)."""
+    keeps the modification time still gets a new status-change time, which no tool can set). On a file system
+    that keeps times to the second only, a same-size rewrite within the second of the recorded stamp would
+    pass unseen: the summaries live under results/, written by jobs seconds apart."""
     st = path.stat()
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,8 +88,15 @@ def extraction_downloads(plan: ModelPlan) -> list[HubDownload]:
 
 
 def hub_downloads(plans: Mapping[str, ModelPlan]) -> dict[str, HubDownload]:
-    """Every download the plan's extractions need, once each, by key."""
-    return {d.key: d for plan in plans.values() for d in extraction_downloads(plan)}
+    """Every download the plan's extractions need, once each, by key: entries that share a repository and
+    revision get the files any of them needs (pickled weights, code)."""
+    out: dict[str, HubDownload] = {}
+    for plan in plans.values():
+        for d in extraction_downloads(plan):
+            seen = out.get(d.key, d)
+            out[d.key] = replace(d, trust_remote_code=d.trust_remote_code or seen.trust_remote_code,
+                                 allow_pickle=d.allow_pickle or seen.allow_pickle)  # fmt: skip
+    return out
 
 
 def fetch(download: HubDownload, label: str) -> dict[str, Any]:
@@ -97,7 +105,8 @@ def fetch(download: HubDownload, label: str) -> dict[str, Any]:
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     try:
-        folder = snapshot_download(download.repo, revision=download.revision, allow_patterns=download.patterns())
+        folder = snapshot_download(download.repo, revision=download.revision, allow_patterns=download.patterns(),
+                                   ignore_patterns=["*/*"])  # top-level files: what from_pretrained reads  # fmt: skip
     except (LocalEntryNotFoundError, HfHubHTTPError, OSError, ValueError) as exc:
         offline = " (HF_HUB_OFFLINE is set, and it is not in the cache)" if constants.HF_HUB_OFFLINE else ""
         raise DownloadError(
@@ -107,8 +116,14 @@ def fetch(download: HubDownload, label: str) -> dict[str, Any]:
             "model's `path:` at a local copy"
         ) from exc
     files = sorted(str(p.relative_to(folder)) for p in Path(folder).rglob("*") if p.is_file())
-    if not download.tokenizer_only and "config.json" not in files:
-        raise DownloadError(f"{label}: hub repository {download.repo!r} at {download.revision!r} has no config.json")
+    weights = ("*.safetensors",) + (PICKLE_FILES if download.allow_pickle else ())
+    if not download.tokenizer_only and ("config.json" not in files or not any(fnmatch(f, w) for f in files
+                                                                            for w in weights)):  # fmt: skip
+        raise DownloadError(
+            f"{label}: hub repository {download.repo!r} at revision {download.revision!r} has no config.json or no "
+            f"weights loadable here ({', '.join(weights)}; found {files}). Pickled weights (*.bin) load only with "
+            "`allow_pickle: true` in the model's entry, if you trust them"
+        )
     return {
         **download.params(),
         "commit": Path(folder).name,  # the snapshot folder is named by the commit it holds

@@ -90,8 +90,8 @@ def run(
         )
     for record in downloads:
         commit = check_cached(record, f"model {name!r}")
-        if not record["tokenizer_only"]:
-            source = replace(source, revision=commit)  # a branch (`main`) read once, at download
+        # a branch (`main`) read once, at download: the model and a tokenizer of its own repository at that commit
+        source = replace(source, **{"tokenizer_revision" if record["tokenizer_only"] else "revision": commit})
     token_meta = json.loads(Path(f"{tokens_path}.json").read_text())
     tokenizer = load_tokenizer(source)
     vocab_size = len(tokenizer)
@@ -99,16 +99,22 @@ def run(
     if tokenizer_fingerprint(tokenizer) != upstream.tokenizer:
         raise ValueError(f"{tokens_path}: tokenized with a different tokenizer than model {name!r} uses")
     device = resolve_device(runtime["device"])
-    if device.type == "cuda" and device.index is None and not runtime["device_map"]:
-        slot = claim(cuda_device_ids())  # held until this process ends: one job per GPU (rankscale.gpu_slots)
-        device = torch.device("cuda", slot.index)
-        log.info("%s: GPU slot cuda:%d (%s)", name, slot.index, slot.device_id)
+    max_memory = None
+    wanted = (runtime["gpus"] if runtime["device_map"] else 1) if device.type == "cuda" and device.index is None else 0
+    if wanted:  # held until this process ends: its own GPUs on a machine with several (rankscale.gpu_slots)
+        slots = claim(cuda_device_ids(), wanted)
+        device = torch.device("cuda", slots[0].index)
+        torch.cuda.set_device(device)
+        if runtime["device_map"]:  # spread over its own devices only
+            max_memory = {s.index: torch.cuda.get_device_properties(s.index).total_memory for s in slots}
+        log.info("%s: GPU slot(s) %s", name, ", ".join(f"cuda:{s.index} ({s.device_id})" for s in slots))
     model = load_model(
         source,
         dtype=identity.dtype,
         device=str(device),
         device_map=runtime["device_map"],
         attn_implementation=runtime["attn_implementation"],
+        max_memory=max_memory,
     )
     check_window_fits(model, identity.max_length, name)
     columns = output_columns(model)

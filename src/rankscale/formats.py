@@ -19,7 +19,7 @@ from rankscale.fingerprint import FormatVersion
 
 CORPUS_FORMAT = FormatVersion(version=1, code="27e644975ec8f491", scripts=("corpus",))
 # version 2: each document begins with the start tokens its tokenizer adds (a BOS), never with an appended EOS
-RANK_FORMAT = FormatVersion(version=2, code="844f1e6d16f6f6a6", scripts=("tokenize", "extract"))
+RANK_FORMAT = FormatVersion(version=2, code="93e91778af78d464", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
     version=1, code="470e0caa1f832d3d", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )

@@ -137,7 +137,10 @@ def check_complete(path: Path, where: str) -> None:
     with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
         cursor = _Cursor(data)
         try:
-            cursor.skip(8)  # magic, version
+            cursor.skip(4)  # the magic, checked by the caller
+            version = int(cursor.unpack("<I"))
+            if version not in (2, 3):  # v1 (32-bit counts) and big-endian files (the version byte-swapped)
+                raise _Short("the header", problem=f"GGUF version {version} is not one this reader knows (2, 3)")
             n_tensors, n_keys = int(cursor.unpack("<Q")), int(cursor.unpack("<Q"))
             alignment = 32
             for i in range(n_keys):
@@ -145,7 +148,9 @@ def check_complete(path: Path, where: str) -> None:
                 key = cursor.string()
                 cursor.entry = f"metadata entry {key!r}"
                 value = _value(cursor, int(cursor.unpack("<I")))
-                if key == "general.alignment" and isinstance(value, int):
+                if key == "general.alignment":
+                    if not isinstance(value, int) or value <= 0 or value & (value - 1):
+                        raise _Short(cursor.entry, problem=f"alignment {value!r} is not a positive power of two")
                     alignment = value
             tensors = []
             for i in range(n_tensors):

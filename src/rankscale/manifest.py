@@ -1,8 +1,9 @@
 """The run manifest: what produced a configuration's results, for a reader who finds them months later.
 
 Written by the workflow's `onsuccess` handler (Snakefile) after every successful run: the code's git commit
-and whether the tree was dirty, the configuration's digest, package versions, the host, the devices the
-rank arrays were scored on, and per-rule job counts and wall times from the jobs' benchmark files. It holds
+and whether the tree was dirty, the configuration's digest, package versions and host of the process that ran
+snakemake, the devices and package versions the extraction jobs recorded in their sidecars, and per-rule job
+counts and wall times from the jobs' benchmark files. It holds
 no time stamp, so a run that changes nothing rewrites nothing.
 """
 
@@ -37,9 +38,10 @@ class Manifest:
     commit: str | None  # None outside a git checkout
     dirty: bool | None  # uncommitted changes to tracked files
     config_digest: str
-    versions: dict[str, str | None]
-    host: dict[str, Any]
+    versions: dict[str, str | None]  # of the process that ran snakemake (summaries, tables and figures run here)
+    host: dict[str, Any]  # the host that ran snakemake (on a cluster: the submitting host)
     devices: dict[str, int]  # device -> rank arrays scored on it
+    extraction_versions: dict[str, list[str]]  # package -> the versions the extraction jobs recorded
     rules: dict[str, RuleTimes] = field(default_factory=dict)
 
 
@@ -82,13 +84,19 @@ def rule_times(benchmarks: Mapping[str, Iterable[Path]]) -> dict[str, RuleTimes]
     return out
 
 
-def devices(sidecars: Iterable[Path]) -> dict[str, int]:
-    counts: dict[str, int] = {}
+def from_sidecars(sidecars: Iterable[Path]) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """What the extraction jobs themselves recorded: the devices they scored on (device: rank arrays) and the
+    package versions they ran with (in their own environment, on their own node), each version seen."""
+    devices: dict[str, int] = {}
+    seen: dict[str, set[str]] = {}
     for path in sidecars:
         if path.is_file():
-            device = str(json.loads(path.read_text()).get("device"))
-            counts[device] = counts.get(device, 0) + 1
-    return dict(sorted(counts.items()))
+            meta = json.loads(path.read_text())
+            device = str(meta.get("device"))
+            devices[device] = devices.get(device, 0) + 1
+            for name, version in (meta.get("versions") or {}).items():
+                seen.setdefault(name, set()).add(str(version))
+    return dict(sorted(devices.items())), {name: sorted(v) for name, v in sorted(seen.items())}
 
 
 def build(
@@ -98,8 +106,9 @@ def build(
 
     commit, dirty = git_state(code_dir)
     host = {"name": platform.node(), "platform": platform.platform(), "cpus": os.cpu_count()}
-    return Manifest(commit, dirty, short_hash(canonical(dict(config))), versions(), host, devices(sidecars),
-                    rule_times(benchmarks))  # fmt: skip
+    devices, extraction_versions = from_sidecars(sidecars)
+    return Manifest(commit, dirty, short_hash(canonical(dict(config))), versions(), host, devices,
+                    extraction_versions, rule_times(benchmarks))  # fmt: skip
 
 
 def write(manifest: Manifest, path: Path) -> bool:
@@ -123,7 +132,9 @@ def report_fields(path: str | Path) -> dict[str, str | int | float]:
         "configuration digest": data["config_digest"],
         "host": f"{data['host']['name']} ({data['host']['platform']}, {data['host']['cpus']} CPUs)",
         "devices": ", ".join(f"{device}: {n} rank arrays" for device, n in data["devices"].items()) or "none",
-        "versions": ", ".join(f"{name} {version}" for name, version in data["versions"].items() if version),
+        "versions (snakemake's process)": ", ".join(f"{n} {v}" for n, v in data["versions"].items() if v),
+        "versions (extraction jobs)": ", ".join(f"{n} {'/'.join(v)}" for n, v in data["extraction_versions"].items())
+        or "none",
     }
     for rule, times in data["rules"].items():
         fields[f"wall time: {rule}"] = f"{times['wall_s']:.1f} s in {times['jobs']} jobs"

@@ -143,8 +143,10 @@ def load_model(
     device: str,
     device_map: str | None,
     attn_implementation: str | None,
+    max_memory: dict[int, int] | None = None,
 ) -> Any:
-    """The model in eval mode on `device` (or spread by `device_map`), weights in `dtype`."""
+    """The model in eval mode on `device` (or spread by `device_map`, over the devices of `max_memory` where
+    given), weights in `dtype`."""
     from transformers import AutoModelForCausalLM
 
     if source.local and not Path(source.location).exists():
@@ -158,6 +160,8 @@ def load_model(
         kwargs["revision"] = source.revision
     if device_map:
         kwargs["device_map"] = device_map
+        if max_memory:
+            kwargs["max_memory"] = max_memory
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
     from safetensors import SafetensorError
