@@ -7,6 +7,7 @@ Lists keep their order (where order means something, pass a list).
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,3 +26,20 @@ def canonical(value: Any) -> Any:
 def short_hash(value: Any, n: int = 8) -> str:
     """A short hex digest of a value's canonical form (the same however its mappings were ordered)."""
     return hashlib.sha256(repr(canonical(value)).encode()).hexdigest()[:n]
+
+
+def slug(text: str) -> str:
+    """A file-name-safe key: 'EleutherAI/pythia-70m' -> 'EleutherAI--pythia-70m'."""
+    return re.sub(r"[^A-Za-z0-9._@-]+", "-", text.replace("/", "--")).strip("-")
+
+
+def text_key(text: str) -> str:
+    """`slug(text)`, plus a hash of `text` where the slug loses information.
+
+    'ckpt v1' and 'ckpt-v1' would both slug to 'ckpt-v1' (and 'a/b', 'a--b' to 'a--b'). Hub
+    ids never hold such characters, so their keys stay plain slugs.
+    """
+    key = slug(text)
+    if not re.fullmatch(r"[A-Za-z0-9._@/-]+", text) or "--" in text:
+        key += "-" + short_hash(text)
+    return key

@@ -18,8 +18,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rankscale.canon import canonical
-from rankscale.plan.keys import text_key
+from rankscale.canon import canonical, text_key
 
 if TYPE_CHECKING:
     from rankscale.models import ModelSource

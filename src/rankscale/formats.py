@@ -17,9 +17,9 @@ and comments do not change a digest; everything else in the code behind an outpu
 
 from rankscale.fingerprint import FormatVersion
 
-CORPUS_FORMAT = FormatVersion(version=1, code="27e644975ec8f491", scripts=("corpus",))
+CORPUS_FORMAT = FormatVersion(version=1, code="ee522eb801a7d660", scripts=("corpus",))
 # version 2: each document begins with the start tokens its tokenizer adds (a BOS), never with an appended EOS
-RANK_FORMAT = FormatVersion(version=2, code="93e91778af78d464", scripts=("tokenize", "extract"))
+RANK_FORMAT = FormatVersion(version=2, code="2e30529c48de3ef3", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
-    version=1, code="470e0caa1f832d3d", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
+    version=1, code="cf41fb4450ac272d", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )

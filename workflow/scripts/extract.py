@@ -4,13 +4,12 @@ import json
 import os
 import sys
 
-# compute jobs never reach the Hub (many clusters' compute nodes cannot): hub models were fetched by rule
-# `download` on the host that runs snakemake, and load from the cache (set before transformers is imported)
-os.environ["HF_HUB_OFFLINE"] = "1"
-
 snakemake = globals()["snakemake"]
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any environment
 
+# compute jobs never reach the Hub (many clusters' compute nodes cannot): hub models were fetched by rule
+# `download` on the host that runs snakemake, and load from the cache (set before transformers is imported)
+os.environ["HF_HUB_OFFLINE"] = "1"
 
 import torch
 

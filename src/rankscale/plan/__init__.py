@@ -7,6 +7,7 @@
 - `settings`: the settings each summary, table and figure job reads.
 """
 
+from rankscale.canon import slug, text_key
 from rankscale.config import ConfigError
 from rankscale.plan.checks import check_local_model, read_model_config, unpinned
 from rankscale.plan.keys import (
@@ -15,8 +16,6 @@ from rankscale.plan.keys import (
     corpus_params,
     ladder_dir,
     short_hash,
-    slug,
-    text_key,
     tokenizer_params,
     tokenizer_sources,
 )

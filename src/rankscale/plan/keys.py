@@ -8,12 +8,11 @@ tokenizer settings, a corpus on its entry less the settings later steps apply.
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from rankscale.canon import canonical, short_hash
+from rankscale.canon import canonical, short_hash, text_key
 from rankscale.config import validate
 from rankscale.formats import TRAIN_FORMAT
 from rankscale.models import ModelSource
@@ -26,23 +25,6 @@ TRAIN_TOKENS = "train_tokens.json"  # in the ladder directory: the training text
 # dataset keys added after results existed: left out of params at their defaults, so corpora
 # (and everything downstream) made before them stay up to date
 LATER_DATASET_KEYS = {"format": None, "skip_invalid_records": False, "max_bytes": None}
-
-
-def slug(text: str) -> str:
-    """A file-name-safe key: 'EleutherAI/pythia-70m' -> 'EleutherAI--pythia-70m'."""
-    return re.sub(r"[^A-Za-z0-9._@-]+", "-", text.replace("/", "--")).strip("-")
-
-
-def text_key(text: str) -> str:
-    """`slug(text)`, plus a hash of `text` where the slug loses information.
-
-    'ckpt v1' and 'ckpt-v1' would both slug to 'ckpt-v1' (and 'a/b', 'a--b' to 'a--b'). Hub
-    ids never hold such characters, so their keys stay plain slugs.
-    """
-    key = slug(text)
-    if not re.fullmatch(r"[A-Za-z0-9._@/-]+", text) or "--" in text:
-        key += "-" + short_hash(text)
-    return key
 
 
 def corpus_params(spec: Mapping[str, Any]) -> dict[str, Any]:
