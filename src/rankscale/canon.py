@@ -1,7 +1,8 @@
 """Canonical params: Snakemake reruns a job whenever the repr of one of its params changes.
 
 So params must not depend on how the YAML was written: key order, 1 vs 1.0, tuples vs lists.
-Lists keep their order (where order means something, pass a list).
+Lists keep their order (where order means something, pass a list). Also the file-name keys made from
+names and hub ids (`slug`, `text_key`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 - `types`: `ModelPlan` and `Runtime`, what the plan is made of;
 - `models`: `build_plan`, one `ModelPlan` per model (ladder sizes, their checkpoints, hub and local entries);
-- `keys`: tokenizer keys, the ladder directory, corpus params, file-name slugs;
+- `keys`: tokenizer keys, the ladder directory, corpus params (file-name keys: `rankscale.canon`);
 - `checks`: what the schema cannot check, before any job starts;
 - `settings`: the settings each summary, table and figure job reads.
 """
