@@ -75,9 +75,8 @@ def rule_times(benchmarks: Mapping[str, Iterable[Path]]) -> dict[str, RuleTimes]
     for rule, paths in benchmarks.items():
         seconds = []
         for path in paths:
-            if path.is_file():
-                lines = path.read_text().splitlines()
-                header = lines[0].split("\t")
+            lines = path.read_text().splitlines() if path.is_file() else []
+            if len(lines) >= 2 and "s" in (header := lines[0].split("\t")):  # (`--touch` leaves them empty)
                 seconds.append(float(lines[1].split("\t")[header.index("s")]))
         if seconds:
             out[rule] = RuleTimes(len(seconds), round(sum(seconds), 1))
@@ -90,8 +89,11 @@ def from_sidecars(sidecars: Iterable[Path]) -> tuple[dict[str, int], dict[str, l
     devices: dict[str, int] = {}
     seen: dict[str, set[str]] = {}
     for path in sidecars:
-        if path.is_file():
+        try:
             meta = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # not there (a run of some targets), or not a sidecar (`--touch` on placeholders)
+        if isinstance(meta, dict):
             device = str(meta.get("device"))
             devices[device] = devices.get(device, 0) + 1
             for name, version in (meta.get("versions") or {}).items():

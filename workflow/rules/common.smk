@@ -94,8 +94,10 @@ def write_manifest():
         "gguf_convert": [Path(f"results/benchmarks/gguf_convert/{g}.tsv") for g in GGUF],
     }
     sidecars = [Path(f"results/ranks/{m}/{d}.json") for m, d in pairs]
-    built = manifest.build(config, Path(workflow.basedir), sidecars, benchmarks)
-    manifest.write(built, Path(MANIFEST))
+    try:
+        manifest.write(manifest.build(config, Path(workflow.basedir), sidecars, benchmarks), Path(MANIFEST))
+    except (OSError, ValueError) as exc:  # the run's results stand without it: say so, do not fail the run
+        print(f"rankscale: could not write {MANIFEST}: {exc}", file=sys.stderr)
 
 
 def runtime_setting(model, key):
