@@ -48,6 +48,6 @@ rule all:
 
 
 onsuccess:
-    # results/manifest.json: the commit, the configuration's digest, versions, host, devices and per-rule wall
+    # results/<run>/manifest.json: the commit, the configuration's digest, versions, host, devices and per-rule wall
     # times behind these results (rankscale.manifest); rewritten only when it changes
     write_manifest()

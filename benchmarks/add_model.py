@@ -4,7 +4,8 @@ In a fresh copy of the working tree (what git would hand a colleague: no results
 time the full default run, then add one ladder size through a second config file and time the
 rerun. The new model's own cost (its `ladder_train` and `extract` jobs) and the downstream analysis
 (its `summarize` jobs and every `table` and `figure` job the rerun ran) come from Snakemake's
-`benchmark:` files (results/benchmarks/<rule>/...), counting only those the rerun wrote.
+`benchmark:` files, counting only those the rerun wrote: results/benchmarks/{extract,summarize}/<model>/,
+logs/ladder/<ladder key>/benchmarks/ (ladder_train) and results/<run>/benchmarks/{tables,figures}/.
 Target: the rerun costs at most 1.2 x (the new model's own time + the downstream analysis).
 
     python benchmarks/add_model.py [--workdir DIR] [--cores 2]   # config/config.yaml (~15 min on 2 cores)
@@ -29,6 +30,9 @@ from pathlib import Path
 
 import harness
 import yaml
+
+from rankscale.plan import ladder_dir
+from rankscale.share import configured
 
 NEW_SIZE = {"name": "ladder-l4-d160", "layers": 4, "d_model": 160, "heads": 4}
 NEW_SMOKE_SIZE = {"name": "smoke-d", "layers": 2, "d_model": 48, "heads": 2}
@@ -107,19 +111,28 @@ def main(argv: list[str] | None = None) -> str:
     rerun_start = time.time()
     rerun, _ = snakemake(workdir, *rerun_args)
 
-    bench = workdir / "results" / "benchmarks"
-    fresh = lambda pattern: sorted(q for q in bench.glob(pattern) if q.stat().st_mtime >= rerun_start)  # noqa: E731
+    rerun_config, _, files = configured(rerun_args[rerun_args.index("--configfile") + 1 :], workdir)
+    bench = {  # where each rule's benchmark files are (rankscale.layout, workflow/rules/ladder.smk)
+        "ladder_train": workdir / "logs/ladder" / Path(ladder_dir(rerun_config, validated=True)).name / "benchmarks",
+        "extract": workdir / "results/benchmarks/extract",
+        "summarize": workdir / "results/benchmarks/summarize",
+        "tables": workdir / files.out / "benchmarks/tables",
+        "figures": workdir / files.out / "benchmarks/figures",
+    }
+    fresh = lambda rule, pattern: sorted(  # noqa: E731
+        q for q in bench[rule].glob(pattern) if q.stat().st_mtime >= rerun_start
+    )
     name = new["name"]
     # the new size is its final model and its checkpoints (<name>-t<tokens>): all of them are its own cost
-    own = {rule: fresh(f"{rule}/{name}.tsv") + fresh(f"{rule}/{name}-t*.tsv") for rule in ("ladder_train",)}
-    own |= {rule: fresh(f"{rule}/{name}/*.tsv") + fresh(f"{rule}/{name}-t*/*.tsv") for rule in ("extract", "summarize")}
-    others = {str(q) for rule in own for q in fresh(f"{rule}/**/*.tsv") + fresh(f"{rule}/*.tsv")} - {
+    own = {rule: fresh(rule, f"{name}.tsv") + fresh(rule, f"{name}-t*.tsv") for rule in ("ladder_train",)}
+    own |= {rule: fresh(rule, f"{name}/*.tsv") + fresh(rule, f"{name}-t*/*.tsv") for rule in ("extract", "summarize")}
+    others = {str(q) for rule in own for q in fresh(rule, "**/*.tsv")} - {
         str(q) for paths in own.values() for q in paths
     }
     if others:
         raise SystemExit(f"the rerun trained, scored or summarized other models too: {sorted(others)}")
     own_train, own_extract = seconds(own["ladder_train"]), seconds(own["extract"])
-    summaries, tables, figures = own["summarize"], fresh("tables/*.tsv"), fresh("figures/*.tsv")
+    summaries, tables, figures = own["summarize"], fresh("tables", "*.tsv"), fresh("figures", "*.tsv")
     parts = {"summaries": seconds(summaries), "tables": seconds(tables), "figures": seconds(figures)}
     analysis = sum(parts.values())
     budget = 1.2 * (own_train + own_extract + analysis)

@@ -5,7 +5,10 @@ own full logits (`model(input_ids).logits`) in float32, a brute-force count over
 real vocabulary with the array's rank convention, and a float32 log-softmax; its windows are cut
 by its own loop from the settings in the array's sidecar. Run it in the workflow's directory:
 
-    python benchmarks/reference_check.py results/ranks/ladder-l4-d256/humaneval.npz [more.npz ...]
+    python benchmarks/reference_check.py results/ranks/ladder-l4-d256/humaneval-<key>.npz [more.npz ...]
+
+An array's token file is the one under results/tokens/<its tokenizer_key>/<its dataset>-<key>.npz whose
+checksum its sidecar records (token files are keyed by what they mean: rankscale.layout).
 """
 
 from __future__ import annotations
@@ -20,8 +23,24 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # this checkout's package
 
-from rankscale.identity import RankIdentity  # noqa: E402
+from rankscale.canon import keyed_name  # noqa: E402
+from rankscale.identity import OWN_SHA, TOKENS_SHA, RankIdentity  # noqa: E402
 from rankscale.tokens import load_tokens  # noqa: E402
+
+
+def token_file(meta: dict, root: Path = Path(".")) -> Path:
+    """The token file the array with sidecar `meta` was scored from: its tokenizer's and dataset's, by checksum."""
+    folder = root / "results/tokens" / meta["tokenizer_key"]
+    found = [
+        path
+        for path in sorted(folder.glob(f"{meta['dataset']}-*.npz"))
+        if keyed_name(path.stem) == meta["dataset"]  # not another dataset whose name continues with "-..."
+        and Path(f"{path}.json").exists()
+        and json.loads(Path(f"{path}.json").read_text()).get(OWN_SHA) == meta[TOKENS_SHA]
+    ]
+    if not found:
+        raise SystemExit(f"no token file of {meta['dataset']!r} in {folder} has checksum {meta[TOKENS_SHA]}")
+    return found[0]  # equal checksums: the same token ids, whichever file
 
 
 def check(npz: Path) -> tuple[int, int, float]:
@@ -33,7 +52,7 @@ def check(npz: Path) -> tuple[int, int, float]:
     arrays = np.load(npz)
     model = AutoModelForCausalLM.from_pretrained(identity.location, dtype=torch.float32).eval()
     vocab = len(AutoTokenizer.from_pretrained(identity.tokenizer))
-    corpus = load_tokens(Path("results/tokens") / meta["tokenizer_key"] / f"{meta['dataset']}.npz")
+    corpus = load_tokens(token_file(meta))
     length = identity.max_length
     stride = identity.stride or length // 2
     i, mismatches, worst = 0, 0, 0.0

@@ -12,9 +12,11 @@ Each simulation draws B document replicates y_b = y + N(0, V) (the paired bootst
 The contrast is the exponent of the difference of two laws of the same models (correlated document noise and
 correlated size deviations), so it is the same procedure on the difference's own V and tau^2.
 
-    python benchmarks/size_level_coverage.py [--sims 2000] [--run-dir DIR] [--write]
+    python benchmarks/size_level_coverage.py [--sims 2000] [--run-dir DIR [--configfile FILE ...]] [--write]
 
-With --run-dir, V is the default run's (HumanEval -log RBP_1's replicates) instead of the synthetic one.
+With --run-dir, V is the default run's (HumanEval -log RBP_1's replicates) instead of the synthetic one. Its
+summaries are those of --configfile (paths relative to DIR) or, without it, every HumanEval summary under
+DIR/results/summary/ (refused when the directory holds several of one model: pass --configfile then).
 """
 
 from __future__ import annotations
@@ -124,7 +126,30 @@ class RunLaw:
     tau_contrast: float
 
 
-def run_law(run_dir: Path, dataset: str = "humaneval") -> RunLaw:
+def summary_files(run_dir: Path, dataset: str, config_files: list[str] | None = None) -> list[Path]:
+    """The summaries of `dataset` in `run_dir`: those of the configuration `config_files` (as the workflow lays
+    them out), or every `results/summary/<model>/<dataset>-<key>.json` when none is given."""
+    if config_files:
+        from rankscale.share import configured
+
+        config, plans, files = configured(config_files, run_dir)
+        if dataset not in config["datasets"]:
+            raise SystemExit(f"{' '.join(config_files)}: no dataset {dataset!r}")
+        return [run_dir / files.summary(model, dataset) for model in plans]
+    from rankscale.canon import keyed_name
+
+    found = sorted((run_dir / "results/summary").glob(f"*/{dataset}-*.json"))
+    # `<dataset>-*` also matches a dataset whose name continues with "-...": keep this dataset's own
+    found = [p for p in found if keyed_name(p.name.removesuffix(".json")) == dataset]
+    models = [p.parent.name for p in found]
+    if len(set(models)) < len(models):
+        twice = sorted({m for m in models if models.count(m) > 1})
+        raise SystemExit(f"{run_dir}: several summaries of {dataset!r} for {', '.join(twice)} (several "
+                         "configurations ran there): pass --configfile to pick one")  # fmt: skip
+    return found
+
+
+def run_law(run_dir: Path, dataset: str = "humaneval", config_files: list[str] | None = None) -> RunLaw:
     """-log RBP_1 on `dataset` over the ladder's final models of a finished default run, and its contrast with CE
     (the README's headline), from the run's summaries and bootstrap replicates."""
     from rankscale.laws import FORMS, Points
@@ -132,7 +157,7 @@ def run_law(run_dir: Path, dataset: str = "humaneval") -> RunLaw:
     from rankscale.tables import Replicates
     from rankscale.tables.noise import Noise, law_replicates, size_level_of
 
-    read = [(read_summary(p), p) for p in sorted((run_dir / "results/summary").glob(f"*/{dataset}.json"))]
+    read = [(read_summary(p), p) for p in summary_files(run_dir, dataset, config_files)]
     finals = sorted(((s, p) for s, p in read if s.final), key=lambda item: item[0].S)
     summaries = [s for s, _ in finals]
     replicates = Replicates(summaries, [load_replicates(s, SummaryPaths.beside(p)) for s, p in finals])
@@ -176,9 +201,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20261126)
     parser.add_argument("--tau", type=float, default=DEFAULT_RUN_TAU, help="the largest tau planted (log space)")
     parser.add_argument("--run-dir", type=Path, help="a finished default run: its V and tau instead of synthetic ones")
+    parser.add_argument("--configfile", nargs="+", help="with --run-dir: the run's config files (relative to it)")
     args = parser.parse_args()
     if args.run_dir:
-        law = run_law(args.run_dir)
+        law = run_law(args.run_dir, config_files=args.configfile)
         print(f"V and tau of {args.run_dir}: HumanEval -log RBP_1 (tau {law.tau:.4f}) and its contrast with CE "
               f"(tau {law.tau_contrast:.4f}); correlations {np.round(np.corrcoef(law.V)[0], 2)}")  # fmt: skip
         studies = (("exponent", law.V, law.tau), ("contrast", law.V_contrast, law.tau_contrast))

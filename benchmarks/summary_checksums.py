@@ -6,7 +6,10 @@ file it read; now a file is hashed once, by the summarize job that writes it, an
 stamp (`rankscale.atomic.checksum_matches`). This script times both ways for one reading job over all of
 the run's summaries, and multiplies by the number of reading jobs the run has.
 
-    python benchmarks/summary_checksums.py --run-dir <a finished default run>
+    python benchmarks/summary_checksums.py --run-dir <a finished default run> [--configfile FILE ...]
+
+The summaries are those of --configfile (paths relative to the run directory) or, without it, every one
+under results/summary/ (`<model>/<dataset>-<key>.json`, of whatever configurations ran there).
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run-dir", type=Path, required=True)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--configfile", nargs="+", help="only this configuration's summaries (relative to --run-dir)")
     args = parser.parse_args()
     files: dict[str, list[tuple[Path, str]]] = {"boot": [], "hist": []}
-    for path in sorted((args.run_dir / "results/summary").glob("*/*.json")):
+    for path in summary_files(args.run_dir, args.configfile):
         summary, paths = read_summary(path), SummaryPaths.beside(path)
         files["boot"].append((paths.boot, summary.files["boot"]))
         files["hist"].append((paths.hist, summary.files["hist"]))
@@ -52,6 +56,17 @@ def main() -> None:
             print(f"{kind}: {len(pairs)} files, {size / 1e6:.1f} MB; one reading job: hashing {old:.3f} s, "
                   f"stamps {new:.4f} s; {readers[kind]} reading jobs")  # fmt: skip
         print(f"per run: {total_old:.2f} s of hashing before, {total_new:.2f} s now (job time, summed over jobs)")
+
+
+def summary_files(run_dir: Path, config_files: list[str] | None) -> list[Path]:
+    """Every summary JSON of the configuration `config_files` in `run_dir`, or every one there when none is given."""
+    if config_files:
+        from rankscale.share import configured
+
+        config, plans, layout = configured(config_files, run_dir)
+        return [run_dir / layout.summary(m, d) for m in plans for d in sorted(config["datasets"])]
+    # results/summary/<model>/ holds <dataset>-<key>.json beside its .hist.npz and .boot.npz: no other JSON
+    return sorted((run_dir / "results/summary").glob("*/*.json"))
 
 
 def _hashing(pairs: list[tuple[Path, str]]) -> None:

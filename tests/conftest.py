@@ -62,13 +62,31 @@ def copy_run(src: Path, dest: Path) -> Path:
     return dest
 
 
+def files(workdir: Path, *config_files: str):  # -> rankscale.layout.Layout
+    """Where the workflow in `workdir` puts the files of `--configfile config_files` (keyed paths, results/<run>/)."""
+    from contextlib import chdir
+
+    from rankscale.share import configured
+
+    with chdir(workdir):  # relative `path:` models resolve (and their weights digests cache) as Snakemake's do there
+        return configured(list(config_files), Path("."))[2]
+
+
 def job_key(rule: str, **wildcards: str) -> str:
     """How `planned_jobs` names a job: 'rule' or 'rule[k=v,...]' with wildcards sorted by name."""
     return f"{rule}[{','.join(f'{k}={v}' for k, v in sorted(wildcards.items()))}]" if wildcards else rule
 
 
+KEYED = ("corpus", "tokens", "ranks", "summary")  # wildcards holding a file stem `<dataset>-<key>` (rankscale.layout)
+
+
 def planned_jobs(workdir: Path, *args: str) -> Counter[str]:
-    """The jobs `snakemake -n` plans, parsed from its per-job blocks and checked against its job-stats total."""
+    """The jobs `snakemake -n` plans, parsed from its per-job blocks and checked against its job-stats total.
+
+    A keyed file's stem is named by its dataset (`extract[dataset=humaneval,model=m]`): the key follows from the
+    configuration (tests/test_run_dirs.py checks the keys themselves)."""
+    from rankscale.canon import keyed_name
+
     result = snakemake(workdir, "-n", *args)
     text = result.stdout + result.stderr
     assert result.returncode == 0, text[-5000:]
@@ -80,6 +98,9 @@ def planned_jobs(workdir: Path, *args: str) -> Counter[str]:
             rule, wildcards = match.group(1), {}
         elif rule and line.strip().startswith("wildcards:"):
             wildcards = dict(pair.split("=", 1) for pair in line.split(":", 1)[1].strip().split(", "))
+            for name in KEYED:
+                if name in wildcards:
+                    wildcards["dataset"] = keyed_name(wildcards.pop(name))
         elif rule and not line.startswith(" "):
             jobs[job_key(rule, **wildcards)] += 1
             rule = None
@@ -115,8 +136,8 @@ def assert_modes(work: Path, ladder: str, umask: int) -> None:
         "results/ranks/*/*",
         "results/tokens/*/*",
         "results/corpus/*",
-        "results/tables/*",
-        "results/figures/*",
+        "results/*/tables/*",
+        "results/*/figures/*",
         f"{ladder}/*",
         f"{ladder}/models/*",
         f"{ladder}/models/*/*",

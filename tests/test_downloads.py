@@ -21,7 +21,7 @@ import yaml
 
 from rankscale.downloads import DownloadError, HubDownload, check_cached, fetch
 from rankscale.plan import ladder_dir
-from tests.conftest import REPO, copy_run
+from tests.conftest import REPO, copy_run, files
 from tests.hub_fixtures import HUB_COMMIT as COMMIT
 from tests.hub_fixtures import cache_repo
 
@@ -66,7 +66,9 @@ def test_a_revision_without_loadable_weights_is_refused_at_download(offline_cach
         (model / name).write_text(name)
     cache_repo(offline_cache, "org/old", [model])
     safe = HubDownload("org/old", "main", tokenizer_only=False, trust_remote_code=False, allow_pickle=False)
-    with pytest.raises(DownloadError, match=r"no config.json or no weights loadable here \(\*.safetensors;.*allow_pickle"):
+    with pytest.raises(
+        DownloadError, match=r"no config.json or no weights loadable here \(\*.safetensors;.*allow_pickle"
+    ):
         fetch(safe, "model 'old'")
     pickled = HubDownload("org/old", "main", tokenizer_only=False, trust_remote_code=False, allow_pickle=True)
     assert "pytorch_model.bin" in fetch(pickled, "model 'old'")["files"]
@@ -106,26 +108,28 @@ def test_a_hub_model_is_downloaded_once_then_scored_offline_from_the_cache(smoke
     work = copy_run(smoke_run, tmp_path / "w")
     cache = tmp_path / "hub"
     cache_repo(cache, "org/tiny", [work / LADDER / "models/smoke-b", work / LADDER / "tokenizer"])
-    targets = [f"results/ranks/hub-b/{d}.npz" for d in SMOKE["datasets"]]
+    hub, smoke = files(work, hub_copy_config(work)), files(work, "config/smoke.yaml")
+    targets = [hub.ranks("hub-b", d) for d in SMOKE["datasets"]]
     result = run(work, *targets, cache=cache)
     assert result.returncode == 0, result.stderr[-5000:]
     assert result.stderr.count("rule download:") == 1  # one repository at one revision: fetched once
     record = json.loads((work / "resources/downloads/org--tiny@main.json").read_text())
     assert record["commit"] == COMMIT and record["cache"] == str(cache)
     for dataset in SMOKE["datasets"]:
-        meta = json.loads((work / f"results/ranks/hub-b/{dataset}.json").read_text())
+        meta = json.loads((work / hub.ranks("hub-b", dataset, "json")).read_text())
         assert meta["resolved_revision"] == COMMIT and meta["revision"] == "main"
         # the same weights and tokenizer as smoke-b, through the same code on this machine: the same ranks
-        ours, theirs = (np.load(work / f"results/ranks/{m}/{dataset}.npz") for m in ("hub-b", "smoke-b"))
+        ours, theirs = np.load(work / hub.ranks("hub-b", dataset)), np.load(work / smoke.ranks("smoke-b", dataset))
         assert np.array_equal(ours["rank"], theirs["rank"]) and np.array_equal(ours["logprob"], theirs["logprob"])
 
     # the cache gone (e.g. on a compute node that does not share it): the job stops at once, naming the model
     shutil.rmtree(cache)
-    for path in (work / "results/ranks/hub-b").glob("humaneval.*"):
+    stem = hub.rank_keys[("hub-b", "humaneval")]
+    for path in (work / "results/ranks/hub-b").glob(f"{stem}.*"):
         path.unlink()
     result = run(work, targets[0], cache=cache)
     assert result.returncode != 0
     assert "rule download:" not in result.stderr  # the record stands: no job downloads again on its own
-    log = (work / "logs/extract/hub-b/humaneval.log").read_text()
+    log = (work / f"logs/extract/hub-b/{stem}.log").read_text()
     assert f"model 'hub-b': hub repository 'org/tiny' at commit {COMMIT} is not in the Hugging Face cache" in log
-    assert not (work / "results/ranks/hub-b/humaneval.npz").exists()
+    assert not (work / targets[0]).exists() and targets[0] == f"results/ranks/hub-b/{stem}.npz"

@@ -22,7 +22,7 @@ from rankscale.corpus import Document
 from rankscale.plan import ladder_dir
 from rankscale.rankfile import load_rank_arrays
 from rankscale.tokens import tokenize_documents
-from tests.conftest import REPO, assert_modes, copy_workflow, snakemake
+from tests.conftest import REPO, assert_modes, copy_workflow, files, snakemake
 
 SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
 LADDER = ladder_dir(SMOKE)  # the smoke configuration's ladder directory
@@ -249,7 +249,7 @@ def test_missing_hub_model_gives_one_actionable_message(smoke_run: Path, tmp_pat
         }
     ]
     (work / "config/ghost.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    result = _run(work, "results/ranks/ghost/humaneval.npz", config="config/ghost.yaml")
+    result = _run(work, files(work, "config/ghost.yaml").ranks("ghost", "humaneval"), config="config/ghost.yaml")
     assert result.returncode != 0
     # the download job (a local rule, before any extraction) stops it, naming the model and what to do
     log = (work / "logs/download/no-such-org--no-such-model@main.log").read_text()
@@ -266,11 +266,12 @@ def test_tokenizer_larger_than_output_layer_is_refused(smoke_run: Path, tmp_path
     config = copy.deepcopy(SMOKE)
     config["models"] = [{"name": "narrow", "family": "ladder", "path": "narrow", "tokenizer": f"{LADDER}/tokenizer"}]
     (work / "config/narrow.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    result = _run(work, "results/ranks/narrow/humaneval.npz", config="config/narrow.yaml")
+    target = files(work, "config/narrow.yaml").ranks("narrow", "humaneval")
+    result = _run(work, target, config="config/narrow.yaml")
     assert result.returncode != 0
-    log = (work / "logs/extract/narrow/humaneval.log").read_text()
+    log = (work / "logs/extract/narrow" / f"{Path(target).stem}.log").read_text()
     assert "model 'narrow': output layer has 300 columns but the tokenizer has 512 tokens" in log
-    assert not (work / "results/ranks/narrow/humaneval.npz").exists()
+    assert not (work / target).exists()
     assert model.exists()
 
 
@@ -294,7 +295,8 @@ def test_corrupted_or_stale_rank_arrays_stop_aggregation(
     smoke_run: Path, tmp_path: Path, corruption: str, expected: str
 ) -> None:
     work = clone_run(smoke_run, tmp_path / "w")
-    npz, sidecar = work / "results/ranks/smoke-b/pydoc.npz", work / "results/ranks/smoke-b/pydoc.json"
+    smoke = files(work, "config/smoke.yaml")
+    npz, sidecar = work / smoke.ranks("smoke-b", "pydoc"), work / smoke.ranks("smoke-b", "pydoc", "json")
     if corruption == "truncate":
         npz.write_bytes(npz.read_bytes()[:-1000])
     elif corruption == "window":
@@ -303,12 +305,12 @@ def test_corrupted_or_stale_rank_arrays_stop_aggregation(
         _edit_sidecar(sidecar, tokenizer_sha256="0" * 64)
     else:
         _edit_sidecar(sidecar, ties="gt")
-    tables_before = sha256_file(work / "results/tables/metrics.csv")
+    tables_before = sha256_file(work / "results/smoke/tables/metrics.csv")
     result = _run(work)
     assert result.returncode != 0
-    log = (work / "logs/summarize/smoke-b/pydoc.log").read_text()
-    assert expected in log and "results/ranks/smoke-b/pydoc.npz" in log
-    assert sha256_file(work / "results/tables/metrics.csv") == tables_before, "old tables must survive"
+    log = (work / "logs/summarize/smoke-b" / f"{Path(smoke.summary('smoke-b', 'pydoc')).stem}.log").read_text()
+    assert expected in log and smoke.ranks("smoke-b", "pydoc") in log
+    assert sha256_file(work / "results/smoke/tables/metrics.csv") == tables_before, "old tables must survive"
 
 
 # ---------------------------------------------------------------- killed mid-run
@@ -396,12 +398,13 @@ def test_kill_during_training_and_extraction_loses_only_what_ran(tmp_path: Path)
     assert not (models / "smoke-c").exists(), "smoke-c was killed mid-training"
     assert training(), "the killed job leaves its temporary directory"
 
-    extracting = _log_has(work / "logs/extract/smoke-c/stdlib.log", "windows")
+    stdlib = files(work, "config/kill.yaml").ranks("smoke-c", "stdlib")
+    extracting = _log_has(work / "logs/extract/smoke-c" / f"{Path(stdlib).stem}.log", "windows")
     # kill while smoke-c/stdlib (the longest extraction) runs and at least one other array is finished
     finished = lambda: any(p.with_suffix(".npz").exists() for p in (work / "results/ranks").glob("*/*.json"))  # noqa: E731
     _kill_when(_start(work, "config/kill.yaml"), lambda: extracting() and finished())
     _assert_nothing_looks_complete_but_is_not(work, ladder)
-    assert not (work / "results/ranks/smoke-c/stdlib.json").exists()
+    assert not (work / stdlib).with_suffix(".json").exists()
     done = {p: p.stat().st_mtime_ns for p in (work / "results/ranks").rglob("*.npz") if p.with_suffix(".json").exists()}
     trained = {p: p.stat().st_mtime_ns for p in models.glob("*/model.safetensors")}
     assert not training(), "the next run of ladder_train for smoke-c removed the stale temporary"
@@ -418,7 +421,7 @@ def test_kill_during_training_and_extraction_loses_only_what_ran(tmp_path: Path)
     for path, mtime in {**done, **trained}.items():
         assert path.stat().st_mtime_ns == mtime, f"{path} was recomputed"
     _assert_nothing_looks_complete_but_is_not(work, ladder)
-    assert (work / "results/tables/metrics.csv").exists()
+    assert (work / "results/kill/tables/metrics.csv").exists()
 
 
 # ---------------------------------------------------------------- determinism and secrets
@@ -441,7 +444,7 @@ def test_two_runs_from_scratch_are_bit_identical_and_leak_no_token(smoke_run: Pa
     for pattern in (
         "results/ranks/*/*.npz",
         "results/tokens/*/*.npz",
-        "results/tables/*.csv",
+        "results/*/tables/*.csv",
         f"{LADDER}/models/*/model.safetensors",
         f"{LADDER}/models/*/config.json",
         f"{LADDER}/tokenizer/tokenizer.json",
@@ -455,7 +458,5 @@ def test_two_runs_from_scratch_are_bit_identical_and_leak_no_token(smoke_run: Pa
         for path in (work / folder).rglob("*"):
             if path.is_file() and path.stat().st_size < 50_000_000:
                 assert secret.encode() not in path.read_bytes(), f"token leaked into {path}"
-    assert np.array_equal(
-        np.load(smoke_run / "results/ranks/smoke-a/humaneval.npz")["rank"],
-        np.load(work / "results/ranks/smoke-a/humaneval.npz")["rank"],
-    )
+    array = files(work, "config/smoke.yaml").ranks("smoke-a", "humaneval")
+    assert np.array_equal(np.load(smoke_run / array)["rank"], np.load(work / array)["rank"])

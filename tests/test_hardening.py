@@ -19,7 +19,7 @@ import yaml
 
 from rankscale.atomic import atomic_dir, atomic_path
 from rankscale.plan import ladder_dir, text_key
-from tests.conftest import REPO, copy_run, copy_workflow, file_states, planned_jobs, snakemake
+from tests.conftest import REPO, copy_run, copy_workflow, file_states, files, planned_jobs, snakemake
 from tests.test_errors import _local_model, _models, _set, tiny_model_dir
 
 SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
@@ -74,7 +74,7 @@ def _train_tokens(tokens: int, seq_len: int) -> Callable[[dict, Path], None]:
 
 
 PLAN_ERRORS = {
-    # names that are path components: results/ranks/../humaneval.npz, rmtree(resources/ladder/..)
+    # names that are path components: results/ranks/../humaneval-<key>.npz, rmtree(resources/ladder/..)
     "model named ..": (_models({"name": "..", "family": "f", "hub_id": "a/b"}), ["models[0].name", "'..' does not"]),
     "model named .": (_models({"name": ".", "family": "f", "hub_id": "a/b"}), ["models[0].name", "'.' does not"]),
     "ladder size named ..": (_set("ladder.sizes.0.name", ".."), ["ladder.sizes[0].name", "'..' does not match"]),
@@ -233,7 +233,8 @@ def test_accepted_inputs_plan(workflow_copy: Path, tmp_path: Path) -> None:
     (workflow_copy / "config/ok.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     jobs = planned_jobs(workflow_copy, "--cores", "1", "--configfile", "config/ok.yaml")
     keys = {job.split("tok=")[1].rstrip("]") for job in jobs if job.startswith("tokenize[") and "dataset=upper" in job}
-    assert keys == {"ladder", text_key(str(tmp_path / "ckpt v1")), text_key(str(tmp_path / "ckpt-v1"))}, jobs
+    ladder = f"ladder-{Path(ladder_dir(config)).name}"
+    assert keys == {ladder, text_key(str(tmp_path / "ckpt v1")), text_key(str(tmp_path / "ckpt-v1"))}, jobs
     assert len(keys) == 3
     assert text_key("EleutherAI/pythia-14m") == "EleutherAI--pythia-14m"  # existing keys stay as they were
     assert text_key("Qwen/Qwen2.5-0.5B@main") == "Qwen--Qwen2.5-0.5B@main"
@@ -312,7 +313,7 @@ def test_late_checks_now_come_before_any_deletion(
 
 
 @pytest.mark.slow
-def test_job_time_refusals_name_model_and_key(smoke_run: Path, tmp_path: Path) -> None:
+def test_job_time_refusals_name_model_and_key(smoke_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What only the job can know: the loaded tokenizer and output layer, the worker's devices,
     a hub download; and a rank array copied into another model's place."""
     work = copy_run(smoke_run, tmp_path / "w")
@@ -331,36 +332,43 @@ def test_job_time_refusals_name_model_and_key(smoke_run: Path, tmp_path: Path) -
         {"name": "twin-b", **twin},
     ]
     (work / "config/job.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    targets = [f"results/ranks/{m}/humaneval.npz" for m in ("wide", "wide-ok", "gpu", "ghost-a", "twin-a")]
+    monkeypatch.chdir(work)  # the relative model paths (their weights digests, in the keys) as Snakemake reads them
+    job = files(work, "config/job.yaml")
+    targets = [job.ranks(m, "humaneval") for m in ("wide", "wide-ok", "gpu", "ghost-a", "twin-a")]
     result = _run(work, "config/job.yaml", *targets, keep_going=True)
     assert result.returncode == 1, _output(result)[-3000:]
 
-    wide = (work / "logs/extract/wide/humaneval.log").read_text()
+    def log(step: str, model: str, path: str) -> str:
+        return (work / "logs" / step / model / f"{Path(path).stem}.log").read_text()
+
+    wide = log("extract", "wide", job.ranks("wide", "humaneval"))
     assert "model 'wide': output layer has 4096 columns but the tokenizer only 512 tokens" in wide
     assert "beyond the 128 allowed as padding" in wide and "models[0].allow_vocab_gap: true" in wide
-    assert not (work / "results/ranks/wide/humaneval.npz").exists()
-    assert (work / "results/ranks/wide-ok/humaneval.json").exists()  # opted in
+    assert not (work / job.ranks("wide", "humaneval")).exists()
+    assert (work / job.ranks("wide-ok", "humaneval", "json")).exists()  # opted in
 
-    gpu = (work / "logs/extract/gpu/humaneval.log").read_text()
+    gpu = log("extract", "gpu", job.ranks("gpu", "humaneval"))
     import torch
 
     if not torch.cuda.is_available():
         assert "model 'gpu': models[2].device is 'cuda', but this machine" in gpu and "available: ['cpu'" in gpu
         assert "could not load" not in gpu  # refused before loading anything
 
-    ghost_log = next((work / "logs/tokenize").glob("no-such-org--no-such-model@main/humaneval.log")).read_text()
+    ghost = job.tokenizers["ghost-a"]
+    assert ghost == job.tokenizers["ghost-b"] == "no-such-org--no-such-model@main"
+    ghost_log = (work / "logs/tokenize" / ghost / f"{job.token_keys[(ghost, 'humaneval')]}.log").read_text()
     assert "tokenizer of models ['ghost-a', 'ghost-b'] (no-such-org/no-such-model@main)" in ghost_log
 
     # a rank array copied into another model's folder (the same weights: identities agree)
     for ext in ("npz", "json"):
-        shutil.copy2(work / f"results/ranks/twin-a/humaneval.{ext}", tmp_path / f"twin.{ext}")
-        (work / "results/ranks/twin-b").mkdir(exist_ok=True)
-        shutil.copy(tmp_path / f"twin.{ext}", work / f"results/ranks/twin-b/humaneval.{ext}")
-    result = _run(work, "config/job.yaml", "results/summary/twin-b/humaneval.json")
+        shutil.copy2(work / job.ranks("twin-a", "humaneval", ext), tmp_path / f"twin.{ext}")
+        (work / job.ranks("twin-b", "humaneval", ext)).parent.mkdir(exist_ok=True)
+        shutil.copy(tmp_path / f"twin.{ext}", work / job.ranks("twin-b", "humaneval", ext))
+    result = _run(work, "config/job.yaml", job.summary("twin-b", "humaneval"))
     assert result.returncode == 1
-    log = (work / "logs/summarize/twin-b/humaneval.log").read_text()
-    assert "results/ranks/twin-b/humaneval.npz: rank array of another model or dataset" in log
-    assert "model: array has 'twin-a', its path says 'twin-b'" in log
+    twin_log = log("summarize", "twin-b", job.summary("twin-b", "humaneval"))
+    assert f"{job.ranks('twin-b', 'humaneval')}: rank array of another model or dataset" in twin_log
+    assert "model: array has 'twin-a', its path says 'twin-b'" in twin_log
 
     after = file_states(work, *EVERYTHING)
     assert {path: after[path] for path in before} == before, "finished outputs must not change"
@@ -391,21 +399,23 @@ def test_corpus_jobs_read_by_content_and_name_bad_lines(tmp_path: Path, monkeypa
         "hub": {"source": "hub", "path": str(hub)},
         "hubskip": {"source": "hub", "path": str(hub), "skip_invalid_records": True},
     }
-    (work / "config/corpus.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    targets = [f"results/corpus/{d}.jsonl" for d in config["datasets"]]
-    result = _run(work, "config/corpus.yaml", *targets, keep_going=True)
+    # not config/corpus.yaml: its run would be `corpus`, the name of results/corpus/ (rankscale.layout.RESERVED_RUNS)
+    (work / "config/corpora.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    corpora = files(work, "config/corpora.yaml")
+    targets = [corpora.corpus(d) for d in config["datasets"]]
+    result = _run(work, "config/corpora.yaml", *targets, keep_going=True)
     assert result.returncode == 1
 
     def texts(dataset: str) -> list[str]:
-        lines = (work / f"results/corpus/{dataset}.jsonl").read_text().splitlines()
+        lines = (work / corpora.corpus(dataset)).read_text().splitlines()
         return [json.loads(line)["text"] for line in lines]
 
     def sidecar(dataset: str) -> dict:
-        return json.loads((work / f"results/corpus/{dataset}.json").read_text())
+        return json.loads((work / corpora.corpus(dataset, "json")).read_text())
 
     assert texts("upper") == ["one", "two", "three"]
     assert texts("skip") == ["one", "four"] and sidecar("skip")["skipped_records"] == 3
     assert texts("hubskip") == ["fine"] and sidecar("hubskip")["skipped_records"] == 1
     assert sidecar("upper")["skipped_records"] == 0
-    hub_log = (work / "logs/corpus/hub.log").read_text()
+    hub_log = (work / "logs/corpus" / f"{corpora.corpus_keys['hub']}.log").read_text()
     assert "datasets.hub (record 1): text field 'text' holds null" in hub_log

@@ -26,7 +26,10 @@ LOCAL = {"name": "local-b", "family": "local", "path": f"{ladder_dir(SMOKE)}/mod
 UPSTREAM = ("results/ranks/**/*", "results/tokens/**/*", "results/corpus/*", "resources/ladder/**/*")
 
 
-def write_config(workdir: Path, name: str, config: dict) -> tuple[str, str]:
+def write_config(workdir: Path, name: str, config: dict, run: str | None = None) -> tuple[str, str]:
+    """config/<name>.yaml; its tables and figures under results/<name>/, or under results/<run>/ where given (a
+    variant of configuration `run`, planned against the tables and figures that configuration made)."""
+    config = config if run is None else {**config, "run": run}
     (workdir / f"config/{name}.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return "--configfile", f"config/{name}.yaml"
 
@@ -111,7 +114,7 @@ def setting(section: str, key: str, value: object) -> Callable[[dict], None]:
 def test_a_change_reruns_exactly_what_it_concerns(local, mutate, expected):
     config = with_local_model()
     mutate(config)
-    assert planned_jobs(local.workdir, *write_config(local.workdir, "variant", config)) == expected
+    assert planned_jobs(local.workdir, *write_config(local.workdir, "variant", config, run="local")) == expected
 
 
 def test_plot_and_report_code_rerun_only_figures(local):
@@ -148,7 +151,7 @@ def test_removing_a_model_reruns_only_tables_and_figures(removed):
     """Removing the first model must not change the shared tokenizer's params (and so every array)."""
     assert removed.plan == output_jobs()
     assert removed.after == removed.before
-    metrics = pd.read_csv(removed.workdir / "results/tables/metrics.csv")
+    metrics = pd.read_csv(removed.workdir / "results/removed/tables/metrics.csv")
     assert set(metrics["model"]) == set(LADDER[1:])
 
 
@@ -169,18 +172,18 @@ def test_key_order_and_number_types_rerun_nothing(local):
     config = as_written_differently(with_local_model())
     text = yaml.safe_dump(config, sort_keys=False)
     assert "max_length: 64.0" in text and text != yaml.safe_dump(with_local_model(), sort_keys=False)
-    assert planned_jobs(local.workdir, *write_config(local.workdir, "rewritten", config)) == Counter()
+    assert planned_jobs(local.workdir, *write_config(local.workdir, "rewritten", config, run="local")) == Counter()
 
 
 def test_the_interval_level_reruns_tables_and_figures_only(local):
     """`analysis.bootstrap.level` only changes percentiles: no summary (the replicates) reruns."""
     config = with_local_model()
     config["analysis"]["bootstrap"] = {"level": 0.9}
-    jobs = planned_jobs(local.workdir, *write_config(local.workdir, "level", config))
+    jobs = planned_jobs(local.workdir, *write_config(local.workdir, "level", config, run="local"))
     rules = {key.split("[")[0] for key in jobs}
     assert rules == {"table", "figure", "all"}, jobs
     assert job_key("table", table="metrics") in jobs and job_key("table", table="lognormal_fits") not in jobs
     config["analysis"]["bootstrap"] = {"replicates": 200}
-    jobs = planned_jobs(local.workdir, *write_config(local.workdir, "replicates", config))
+    jobs = planned_jobs(local.workdir, *write_config(local.workdir, "replicates", config, run="local"))
     assert jobs[job_key("summarize", model="smoke-a", dataset="humaneval")] == 1
     assert not any(key.startswith("extract") for key in jobs)

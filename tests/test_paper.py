@@ -26,7 +26,7 @@ from rankscale.sources import load_documents, provenance, resolve_revision
 from rankscale.sources.packaged import humaneval_documents
 from rankscale.tables import TABLES
 from tests import hub_fixtures
-from tests.conftest import REPO, copy_workflow, planned_jobs
+from tests.conftest import REPO, copy_workflow, files, planned_jobs
 
 PAPER = yaml.safe_load((REPO / "config/paper.yaml").read_text())
 ARCHITECTURES = yaml.safe_load((REPO / "tests/data/paper_architectures.yaml").read_text())
@@ -321,16 +321,17 @@ def test_paper_config_end_to_end_on_local_copies(tmp_path: Path, hub: dict[str, 
 
     from rankscale.tokens import load_tokens
 
+    local = files(workdir, "config/paper-local.yaml")
     for dataset in config["datasets"]:
-        corpus_meta = json.loads((workdir / f"results/corpus/{dataset}.json").read_text())
+        corpus_meta = json.loads((workdir / local.corpus(dataset, "json")).read_text())
         assert corpus_meta["source"] == "hub" and corpus_meta["resolved_revision"] == "local directory"
         for model in ("tiny-16", "tiny-32"):
-            meta = json.loads((workdir / f"results/ranks/{model}/{dataset}.json").read_text())
+            meta = json.loads((workdir / local.ranks(model, dataset, "json")).read_text())
             assert meta["dataset_revision"] == "local directory" and "head_dtype" not in meta  # float32 model
             # a `path:` model: the plan's weights digest (hashed once per version of the files), not a second hash
             assert meta["resolved_revision"] == f"weights:{meta['weights_sha256']}" and meta["weights_sha256"]
-            arrays = np.load(workdir / f"results/ranks/{model}/{dataset}.npz")
-            lengths = load_tokens(workdir / f"results/tokens/{meta['tokenizer_key']}/{dataset}.npz").doc_lengths()
+            arrays = np.load(workdir / local.ranks(model, dataset))
+            lengths = load_tokens(workdir / local.tokens(meta["tokenizer_key"], dataset)).doc_lengths()
             if dataset.endswith("-authors"):  # one 512-token window per document: targets 1..511
                 assert meta["windows"] == {"max_length": 512, "stride": None, "max_windows_per_doc": 1}
                 expected = np.minimum(lengths, 512) - 1
@@ -338,12 +339,12 @@ def test_paper_config_end_to_end_on_local_copies(tmp_path: Path, hub: dict[str, 
                 assert meta["windows"] == {"max_length": 1024, "stride": 512, "max_windows_per_doc": None}
                 expected = lengths - 1
             np.testing.assert_array_equal(np.bincount(arrays["doc"], minlength=len(lengths)), expected)
-    authors = np.load(workdir / "results/ranks/tiny-32/wikipedia-authors.npz")
-    full = np.load(workdir / "results/ranks/tiny-32/wikipedia.npz")
+    authors = np.load(workdir / local.ranks("tiny-32", "wikipedia-authors"))
+    full = np.load(workdir / local.ranks("tiny-32", "wikipedia"))
     assert authors["pos"].max() == 511 and full["pos"].max() > 1023  # long articles: truncated vs covered
     import pandas as pd
 
-    metrics = pd.read_csv(workdir / "results/tables/metrics.csv")
+    metrics = pd.read_csv(workdir / "results/paper-local/tables/metrics.csv")
     assert set(zip(metrics["model"], metrics["dataset"], strict=True)) == {
         (m, d) for m in ("tiny-16", "tiny-32") for d in config["datasets"]
     }

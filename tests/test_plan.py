@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 import yaml
 
-from rankscale.plan import ConfigError, build_plan, slug
+from rankscale.plan import ConfigError, build_plan, ladder_dir, slug
 from tests.conftest import REPO, copy_workflow, snakemake
 
 
@@ -27,7 +28,7 @@ def test_ladder_and_external_models_resolve(smoke_config, tmp_path):
     ]
     plans = build_plan(config)
     assert list(plans) == ["smoke-a", "smoke-b", "smoke-c", "local-one", "hub-one"]
-    assert plans["smoke-a"].tokenizer_key == "ladder" and plans["smoke-a"].source.local
+    assert plans["smoke-a"].tokenizer_key == f"ladder-{Path(ladder_dir(config)).name}" and plans["smoke-a"].source.local
     assert plans["local-one"].identity("d").dtype == "bfloat16" and plans["local-one"].runtime.batch_size == 3
     assert plans["hub-one"].identity("d").dtype == "float32"  # the global default
     assert plans["hub-one"].tokenizer_key == slug("EleutherAI/pythia-70m@step1000") == "EleutherAI--pythia-70m@step1000"
@@ -126,5 +127,5 @@ def test_tokenizer_keys_never_collide(smoke_config):
     keys = [plans[f"m{i}"].tokenizer_key for i in range(len(paths))]
     assert len(set(keys)) == len(keys), keys
     assert keys[1] == "ckpt-v1" and keys[0].startswith("ckpt-v1-")
-    assert plans["hub"].tokenizer_key == "EleutherAI--pythia-14m@main" and plans["smoke-a"].tokenizer_key == "ladder"
+    assert plans["hub"].tokenizer_key == "EleutherAI--pythia-14m@main" and plans["smoke-a"].tokenizer_key.startswith("ladder-")
     assert build_plan(config, check_paths=False)["m3"].tokenizer_key == keys[3]  # deterministic

@@ -28,7 +28,7 @@ from rankscale.gguf import GgufError, package_file
 from rankscale.plan import build_plan
 from rankscale.rankfile import load_rank_arrays
 from rankscale.tokens import load_tokens, tokenize_documents
-from tests.conftest import REPO, copy_workflow, snakemake
+from tests.conftest import REPO, copy_workflow, files, snakemake
 from tests.tolerances import (
     PathTolerance,
     assert_logprobs_close,
@@ -251,14 +251,13 @@ def test_smollm2_ranks_equal_a_plain_forward_pass(real_run: Path) -> None:
     tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
     measured_rbp1 = {}
+    real = files(real_run, "real.yaml")
     for dataset in ("humaneval", "pydoc"):
-        arrays, meta = load_rank_arrays(
-            *(real_run / f"results/ranks/smollm2/{dataset}.{ext}" for ext in ("npz", "json"))
-        )
+        arrays, meta = load_rank_arrays(*(real_run / real.ranks("smollm2", dataset, ext) for ext in ("npz", "json")))
         assert meta["quantization"] == "Q4_1" and meta["add_special_tokens"] is True
         assert meta["resolved_revision"].startswith("gguf:") and meta["vocab_size"] == 49152
-        docs = read_jsonl(real_run / f"results/corpus/{dataset}.jsonl")
-        units = json.loads((real_run / f"results/tokens/{meta['tokenizer_key']}/{dataset}.npz.json").read_text())
+        docs = read_jsonl(real_run / real.corpus(dataset))
+        units = json.loads((real_run / real.tokens(meta["tokenizer_key"], dataset, "npz.json")).read_text())
         if extraction_threads():
             assert meta["threads"] == extraction_threads()
         ranks, logprobs, tols = [], [], []
@@ -279,7 +278,7 @@ def test_smollm2_ranks_equal_a_plain_forward_pass(real_run: Path) -> None:
         assert_ranks_close(arrays.rank, ref_rank, tol, what)
         assert_logprobs_close(arrays.logprob, ref_lp, tol, what)
         measured_rbp1[dataset] = float((ref_rank == 1).mean())
-    metrics = pd.read_csv(real_run / "results/tables/metrics.csv")
+    metrics = pd.read_csv(real_run / "results/real/tables/metrics.csv")
     for dataset, rbp1 in measured_rbp1.items():
         row = metrics[(metrics["model"] == "smollm2") & (metrics["dataset"] == dataset) & (metrics["metric"] == "rbp")
                       & (metrics["k"] == 1)].iloc[0]  # fmt: skip
@@ -295,6 +294,8 @@ def test_a_gguf_file_is_converted_once(real_run: Path) -> None:
     assert len(list((real_run / "results/benchmarks/gguf_convert").glob("*.tsv"))) == 1  # one job, two datasets
     assert {p.parent.name for p in (real_run / "results/ranks").glob("smollm2/*.npz")} == {"smollm2"}
     assert len(list((real_run / "results/ranks/smollm2").glob("*.npz"))) == 2
+    real = files(real_run, "real.yaml")
+    assert all((real_run / real.ranks("smollm2", d)).is_file() for d in ("humaneval", "pydoc"))
 
 
 @pytest.mark.slow
@@ -306,13 +307,14 @@ def test_the_bos_model_is_scored_after_its_start_token(real_run: Path, real_toke
     tiny = real_run / "tiny-bos"
     model = AutoModelForCausalLM.from_pretrained(str(tiny), dtype=torch.float32).eval()
     bos, eos = real_tokenizer.convert_tokens_to_ids(BOS), real_tokenizer.convert_tokens_to_ids(EOS)
-    meta = json.loads((real_run / "results/ranks/tiny-bos/humaneval.json").read_text())
-    tokens = load_tokens(real_run / f"results/tokens/{meta['tokenizer_key']}/humaneval.npz")
-    token_meta = json.loads((real_run / f"results/tokens/{meta['tokenizer_key']}/humaneval.npz.json").read_text())
+    real = files(real_run, "real.yaml")
+    meta = json.loads((real_run / real.ranks("tiny-bos", "humaneval", "json")).read_text())
+    tokens = load_tokens(real_run / real.tokens(meta["tokenizer_key"], "humaneval"))
+    token_meta = json.loads((real_run / real.tokens(meta["tokenizer_key"], "humaneval", "npz.json")).read_text())
     assert meta["add_special_tokens"] is True and meta["special_prefix_tokens"] == token_meta["documents"]
     assert token_meta["dropped_end_tokens"] == token_meta["documents"]
-    arrays, _ = load_rank_arrays(*(real_run / f"results/ranks/tiny-bos/humaneval.{ext}" for ext in ("npz", "json")))
-    docs = read_jsonl(real_run / "results/corpus/humaneval.jsonl")
+    arrays, _ = load_rank_arrays(*(real_run / real.ranks("tiny-bos", "humaneval", ext) for ext in ("npz", "json")))
+    docs = read_jsonl(real_run / real.corpus("humaneval"))
     ranks, logprobs, tols = [], [], []
     for d, index in enumerate(token_meta["corpus_documents"]):
         ids = tokens.doc(d).tolist()
@@ -336,11 +338,11 @@ def test_families_of_one_model_build_every_table_and_figure(real_run: Path) -> N
     from rankscale.tables import TABLES
 
     for name in TABLES:
-        assert (real_run / f"results/tables/{name}.csv").is_file(), name
+        assert (real_run / f"results/real/tables/{name}.csv").is_file(), name
     for name in FIGURES:
         for ext in ("png", "pdf"):
-            assert (real_run / f"results/figures/{name}.{ext}").stat().st_size > 1000, name
-    metrics = pd.read_csv(real_run / "results/tables/metrics.csv")
+            assert (real_run / f"results/real/figures/{name}.{ext}").stat().st_size > 1000, name
+    metrics = pd.read_csv(real_run / "results/real/tables/metrics.csv")
     ce = metrics[metrics["metric"] == "ce"]
     assert set(ce["model"]) == {"smollm2", "tiny-bos"} and np.all(ce["ci_low"] < ce["ci_high"])
 
@@ -355,8 +357,9 @@ def test_two_families_score_the_same_documents_with_the_same_draws(real_run: Pat
     from rankscale.config import validate
     from rankscale.summary import SummaryPaths, load_replicates, read_summary
 
-    corpus = read_jsonl(real_run / "results/corpus/pydoc.jsonl")
-    corpus_meta = json.loads((real_run / "results/corpus/pydoc.json").read_text())
+    real = files(real_run, "real.yaml")
+    corpus = read_jsonl(real_run / real.corpus("pydoc"))
+    corpus_meta = json.loads((real_run / real.corpus("pydoc", "json")).read_text())
     sizes = [len(d.text.encode("utf-8")) for d in corpus]
     assert sum(sizes[:-1]) < 6000 <= sum(sizes) and len(corpus) == corpus_meta["documents"] > 1
     config = validate(yaml.safe_load((real_run / "real.yaml").read_text()))
@@ -364,12 +367,12 @@ def test_two_families_score_the_same_documents_with_the_same_draws(real_run: Pat
     counts = np.concatenate(list(resample_counts(len(corpus), bootstrap["replicates"], bootstrap["seed"], "pydoc")))
     kept = {}
     for model in ("smollm2", "tiny-bos"):
-        arrays, meta = load_rank_arrays(*(real_run / f"results/ranks/{model}/pydoc.{ext}" for ext in ("npz", "json")))
-        token_meta = json.loads((real_run / f"results/tokens/{meta['tokenizer_key']}/pydoc.npz.json").read_text())
+        arrays, meta = load_rank_arrays(*(real_run / real.ranks(model, "pydoc", ext) for ext in ("npz", "json")))
+        token_meta = json.loads((real_run / real.tokens(meta["tokenizer_key"], "pydoc", "npz.json")).read_text())
         assert token_meta["corpus_sha256"] == corpus_meta["sha256"]  # the document set's digest, in the sidecars
         kept[model] = token_meta["corpus_documents"]
         tokens_per_document = np.bincount(np.asarray(kept[model])[arrays.doc], minlength=len(corpus))
-        path = real_run / f"results/summary/{model}/pydoc.json"
+        path = real_run / real.summary(model, "pydoc")
         replicates = load_replicates(read_summary(path), SummaryPaths.beside(path))
         np.testing.assert_array_equal(np.asarray(replicates["n"]), counts @ tokens_per_document)
     assert kept["smollm2"] == kept["tiny-bos"] == list(range(len(corpus)))

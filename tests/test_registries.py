@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from rankscale.config import ConfigError, load_yaml, validate
+from rankscale.layout import Layout
 from rankscale.plan.checks import check_analysis
 from rankscale.rankfile import load_rank_arrays
 from rankscale.tables import read_table
@@ -74,6 +75,31 @@ def configured(config: dict[str, Any], recipe: str | None = None) -> dict[str, A
     return config
 
 
+LAYOUT_SCRIPT = """
+import json, sys
+from pathlib import Path
+from rankscale.share import configured
+
+files = configured(sys.argv[2:], Path(sys.argv[1]))[2]
+pairs = lambda keys: [[*key, stem] for key, stem in keys.items()]
+print(json.dumps({"run": files.run, "corpus_keys": files.corpus_keys, "token_keys": pairs(files.token_keys),
+                  "rank_keys": pairs(files.rank_keys), "summary_keys": pairs(files.summary_keys),
+                  "tokenizers": files.tokenizers}))
+"""
+
+
+def layout_of(work: Path, *config_files: str) -> Layout:
+    """`tests.conftest.files` as the package of `work` (the recipes applied) says: this process's package knows
+    neither the new source nor the new stratum kind, and would refuse the configuration."""
+    result = subprocess.run([sys.executable, "-c", LAYOUT_SCRIPT, str(work), *config_files], cwd=work,
+                            env={"PYTHONPATH": str(work / "src"), "PATH": "/usr/bin:/bin"},
+                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-5000:]
+    keys = json.loads(result.stdout)
+    pairs = {name: {(a, b): stem for a, b, stem in keys[name]} for name in ("token_keys", "rank_keys", "summary_keys")}
+    return Layout(run=keys["run"], corpus_keys=keys["corpus_keys"], tokenizers=keys["tokenizers"], **pairs)
+
+
 def test_every_recipe_has_its_blocks() -> None:
     found = {name for name, *_ in recipes()}
     assert found == {"metric", "form", "source", "figure", "stratum"}, found
@@ -93,7 +119,9 @@ def extended(smoke_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Simpl
     plan = planned_jobs(work, *args)
     result = snakemake(work, "--cores", "2", *args)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
-    return SimpleNamespace(work=work, plan=plan, config=config, args=args)
+    files = layout_of(work, "config/toy.yaml")
+    assert files.out == "results/toy"
+    return SimpleNamespace(work=work, plan=plan, config=config, args=args, files=files)
 
 
 def models_of(config: dict) -> list[str]:
@@ -106,20 +134,20 @@ def test_a_new_dataset_source_runs_through_every_step(extended):
     assert all(extended.plan[job_key("extract", model=m, dataset="toy")] == 1 for m in models)
     # the ladder's training text is kept free of every evaluated dataset's text: a new dataset retrains it
     assert all(extended.plan[job_key("ladder_train", model=m)] == 1 for m in models)
-    corpus = (extended.work / "results/corpus/toy.jsonl").read_text().splitlines()
+    corpus = (extended.work / extended.files.corpus("toy")).read_text().splitlines()
     assert len(corpus) == 30 and "return x + 29" in corpus[-1]
-    metrics = read_table(extended.work / "results/tables/metrics.csv")
+    metrics = read_table(extended.work / "results/toy/tables/metrics.csv")
     assert set(metrics[metrics["dataset"] == "toy"]["model"]) == set(models)
 
 
 def test_a_new_metric_is_computed_tabled_and_fitted_with_intervals(extended):
     """MRR from the real rank arrays by brute force; its interval a real document bootstrap's; its law fitted."""
-    metrics = read_table(extended.work / "results/tables/metrics.csv")
+    metrics = read_table(extended.work / "results/toy/tables/metrics.csv")
     mrr = metrics[metrics["metric"] == "mrr"]
     assert len(mrr) == 3 * 3 and mrr["k"].isna().all()
     for row in mrr.itertuples():
-        ranks = extended.work / f"results/ranks/{row.model}/{row.dataset}"
-        arrays, _ = load_rank_arrays(f"{ranks}.npz", f"{ranks}.json")
+        ranks = [extended.work / extended.files.ranks(row.model, row.dataset, ext) for ext in ("npz", "json")]
+        arrays, _ = load_rank_arrays(*ranks)
         assert row.value == pytest.approx(np.mean(1.0 / arrays.rank.astype(np.float64)), rel=1e-12)
         # the document-level standard error of a ratio of sums (linearised), a scale the interval must have
         docs, doc_row = np.unique(arrays.doc, return_inverse=True)
@@ -129,7 +157,7 @@ def test_a_new_metric_is_computed_tabled_and_fitted_with_intervals(extended):
         se = np.std(z, ddof=1) / np.sqrt(len(docs))
         assert row.ci_low < row.value < row.ci_high
         assert 0.5 * 3.92 * se < row.ci_high - row.ci_low < 2.5 * 3.92 * se + 1e-12, (row, se)
-    fits = read_table(extended.work / "results/tables/powerlaw_fits.csv")
+    fits = read_table(extended.work / "results/toy/tables/powerlaw_fits.csv")
     law = fits[fits["metric"] == "neg_log_mrr"]
     assert len(law) == 3 and (law["note"].fillna("") == "").all()
     assert ((law["alpha_ci_low"] <= law["alpha"]) & (law["alpha"] <= law["alpha_ci_high"])).all()
@@ -147,17 +175,17 @@ def row_value(sums: np.ndarray, counts: np.ndarray) -> float:
 def test_a_new_figure_is_drawn_by_its_own_job(extended):
     assert extended.plan[job_key("figure", figure="fig_mrr")] == 1
     for ext in ("png", "pdf"):
-        assert (extended.work / f"results/figures/fig_mrr.{ext}").stat().st_size > 5000
+        assert (extended.work / f"results/toy/figures/fig_mrr.{ext}").stat().st_size > 5000
     assert planned_jobs(extended.work, *extended.args) == {}  # and up to date afterwards
 
 
 def test_a_new_fit_form_is_compared_by_the_real_rule(extended):
-    forms = read_table(extended.work / "results/tables/form_comparison.csv")
+    forms = read_table(extended.work / "results/toy/tables/form_comparison.csv")
     toy = forms[forms["form"] == "log_linear"]
     assert len(toy) == len(forms) / 2 and toy["a"].notna().all() and toy["b"].notna().all()
     assert toy["loo_rmse"].notna().all() and set(forms.loc[forms["preferred"], "form"]) <= {"power_law", "log_linear"}
     ce = toy[(toy["metric"] == "ce") & (toy["dataset"] == "humaneval")].iloc[0]
-    metrics = read_table(extended.work / "results/tables/metrics.csv")
+    metrics = read_table(extended.work / "results/toy/tables/metrics.csv")
     points = metrics[(metrics["metric"] == "ce") & (metrics["dataset"] == "humaneval")].sort_values("S")
     b, a = np.polyfit(np.log(points["S"]), points["value"], 1)
     assert (ce["a"], ce["b"]) == (pytest.approx(a, rel=1e-9), pytest.approx(b, rel=1e-9))
@@ -174,21 +202,22 @@ def test_a_new_fit_form_can_be_the_law_form_everywhere(extended):
     assert {key.split("[")[0] for key in jobs} == {"table", "figure", "all"}, jobs
     result = snakemake(extended.work, "--cores", "2", *args)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
-    fits = read_table(extended.work / "results/tables/powerlaw_fits.csv")
+    tables = extended.work / "results/toy_form/tables"
+    fits = read_table(tables / "powerlaw_fits.csv")
     assert {"a", "b", "a_ci_low", "a_ci_high", "b_ci_low", "b_ci_high"} <= set(fits.columns)
     assert "alpha" not in fits.columns
     ce = fits[(fits["metric"] == "ce") & (fits["dataset"] == "humaneval")].iloc[0]
     assert ce["a_ci_low"] <= ce["a"] <= ce["a_ci_high"] and ce["b_ci_low"] <= ce["b"] <= ce["b_ci_high"]
-    extrapolation = read_table(extended.work / "results/tables/extrapolation.csv")
+    extrapolation = read_table(tables / "extrapolation.csv")
     held = extrapolation[(extrapolation["metric"] == "ce") & (extrapolation["dataset"] == "humaneval")].iloc[0]
-    metrics = read_table(extended.work / "results/tables/metrics.csv")
+    metrics = read_table(tables / "metrics.csv")
     points = metrics[(metrics["metric"] == "ce") & (metrics["dataset"] == "humaneval")].sort_values("S")
     b, a = np.polyfit(np.log(points["S"][:-1]), points["value"][:-1], 1)
     assert held["predicted"] == pytest.approx(a + b * np.log(points["S"].iloc[-1]), rel=1e-9)
-    emergence = read_table(extended.work / "results/tables/emergence.csv")
+    emergence = read_table(tables / "emergence.csv")
     assert emergence["fitted"].notna().any()
-    assert read_table(extended.work / "results/tables/exponent_contrasts.csv").empty  # no exponent to compare
-    assert read_table(extended.work / "results/tables/strata_contrasts.csv").empty  # nor between strata
+    assert read_table(tables / "exponent_contrasts.csv").empty  # no exponent to compare
+    assert read_table(tables / "strata_contrasts.csv").empty  # nor between strata
     assert isinstance(fits, pd.DataFrame)
 
 
@@ -299,25 +328,26 @@ def test_a_new_stratum_kind_partitions_the_tokens_of_a_summary(tmp_path: Path) -
 def test_a_new_stratum_kind_runs_through_the_workflow(extended):
     """With the recipe's kind in `analysis.strata`, every summary of the real run holds its strata as brute force
     from the token files says, and the strata tables give them intervals, laws and the contrast repeat - first."""
-    work = extended.work
-    # another test of this module may have rerun the tables under another law form: back to this configuration's
+    work, files = extended.work, extended.files
+    # another test of this module ran another law form, into results/toy_form/: this configuration's tables stand
     result = snakemake(work, "--cores", "2", *extended.args)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
     models, datasets = models_of(extended.config), list(extended.config["datasets"])
+    (tok,) = {files.tokenizers[m] for m in models}  # the ladder's one tokenizer
     for dataset in datasets:
-        (token_file,) = (work / "results/tokens").glob(f"*/{dataset}.npz")  # the ladder's one tokenizer
-        tokens = load_tokens(token_file)
+        tokens = load_tokens(work / files.tokens(tok, dataset))
         ids = [tokens.doc(d).astype(np.int64) for d in range(len(tokens.offsets) - 1)]
         for model in models:
-            ranks = work / f"results/ranks/{model}/{dataset}"
-            arrays, meta = load_rank_arrays(f"{ranks}.npz", f"{ranks}.json")
+            arrays, meta = load_rank_arrays(
+                work / files.ranks(model, dataset), work / files.ranks(model, dataset, "json")
+            )
             assert all(
                 ids[d][p] == t
                 for d, p, t in zip(arrays.doc.tolist(), arrays.pos.tolist(), arrays.target.tolist(), strict=True)
             )
             spec = WindowSpec(**meta["windows"])
             brute = brute_repeats(ids, tokens.first_targets(), spec, arrays.doc, arrays.pos)
-            summary = json.loads((work / f"results/summary/{model}/{dataset}.json").read_text())
+            summary = json.loads((work / files.summary(model, dataset)).read_text())
             labels = [(s["kind"], s["label"]) for s in summary["strata_columns"]]
             cols = [i for i, (kind, _) in enumerate(labels) if kind == "repeat"]
             assert [labels[i] for i in cols] == [("repeat", "first"), ("repeat", "repeat")]
@@ -326,14 +356,14 @@ def test_a_new_stratum_kind_runs_through_the_workflow(extended):
             )
             assert sum(np.asarray(summary["sums"]["strata_n"])[cols]) == summary["n_tokens"]
             assert brute.sum() > 0.05 * brute.size  # code and prose repeat themselves
-    strata = read_table(work / "results/tables/strata.csv")
+    strata = read_table(work / "results/toy/tables/strata.csv")
     repeat = strata[strata["kind"] == "repeat"]
     assert set(zip(repeat["model"], repeat["dataset"], strict=True)) == {(m, d) for m in models for d in datasets}
     assert set(repeat["stratum"]) == {"first", "repeat"}
     assert ((repeat["ci_low"] <= repeat["value"]) & (repeat["value"] <= repeat["ci_high"])).all()
     shares = repeat[repeat["metric"] == "ce"].groupby(["model", "dataset"])["share"].sum()
     np.testing.assert_allclose(shares.to_numpy(), 1.0, rtol=0, atol=1e-12)
-    contrasts = read_table(work / "results/tables/strata_contrasts.csv")
+    contrasts = read_table(work / "results/toy/tables/strata_contrasts.csv")
     repeat = contrasts[contrasts["kind"] == "repeat"]
     assert set(repeat["dataset"]) == set(datasets)
     assert set(repeat["reference"]) == {"first"} and set(repeat["stratum"]) == {"repeat"}
@@ -341,5 +371,5 @@ def test_a_new_stratum_kind_runs_through_the_workflow(extended):
     assert (
         len(fitted) and ((fitted["ci_low"] <= fitted["difference"]) & (fitted["difference"] <= fitted["ci_high"])).all()
     )
-    fits = read_table(work / "results/tables/strata_fits.csv")
+    fits = read_table(work / "results/toy/tables/strata_fits.csv")
     assert set(fits.loc[fits["kind"] == "repeat", "stratum"]) == {"first", "repeat"}

@@ -4,6 +4,7 @@ copies of a finished smoke run."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import re
@@ -18,8 +19,9 @@ import yaml
 from safetensors.numpy import load_file, save_file
 
 from rankscale.formats import CORPUS_FORMAT, RANK_FORMAT
+from rankscale.layout import run_name
 from rankscale.plan import ladder_dir
-from tests.conftest import REPO, copy_run, copy_workflow, job_key, output_jobs, planned_jobs, snakemake
+from tests.conftest import REPO, copy_run, copy_workflow, files, job_key, output_jobs, planned_jobs, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -103,7 +105,9 @@ def test_a_local_model_retrained_in_place_is_rescored_alone(smoke_run: Path, tmp
     result = snakemake(work, "--cores", "2", *args)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert planned_jobs(work, *args) == Counter()
-    before = {d: (work / f"results/ranks/mine/{d}.json").read_text() for d in DATASETS}
+    with contextlib.chdir(work):  # the model's `path:` (and the digest cache) are read relative to the workflow
+        mine = files(work, "config/mine.yaml")
+    before = {d: (work / mine.ranks("mine", d, "json")).read_text() for d in DATASETS}
     # "retrain": the same architecture with other weights, written over the old file
     weights = load_file(checkpoint / "model.safetensors")
     rng = np.random.default_rng(0)
@@ -114,14 +118,19 @@ def test_a_local_model_retrained_in_place_is_rescored_alone(smoke_run: Path, tmp
     assert jobs == expected + output_jobs()
     result = snakemake(work, "--cores", "2", *args)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    after = {d: (work / f"results/ranks/mine/{d}.json").read_text() for d in DATASETS}
+    with contextlib.chdir(work):  # the new weights: a new key, so a new rank array beside the old one
+        retrained = files(work, "config/mine.yaml")
+    assert all(retrained.ranks("mine", d) != mine.ranks("mine", d) for d in DATASETS)
+    after = {d: (work / retrained.ranks("mine", d, "json")).read_text() for d in DATASETS}
     assert all('"weights_sha256"' in after[d] and after[d] != before[d] for d in DATASETS)
     assert planned_jobs(work, *args) == Counter()  # the digest is cached, and the same next time
 
 
 def sorted_copy(name: str, work: Path) -> tuple[str, str]:
-    """config/<name>.yaml dumped with every mapping's keys sorted, as config/sorted-<name>.yaml."""
+    """config/<name>.yaml dumped with every mapping's keys sorted, as config/sorted-<name>.yaml; its `run:` that of
+    config/<name>.yaml, so that its tables and figures are the ones config/<name>.yaml made (results/<run>/)."""
     config = yaml.safe_load((REPO / f"config/{name}.yaml").read_text())
+    config["run"] = run_name(config, [REPO / f"config/{name}.yaml"], REPO / "config/config.yaml")
     (work / f"config/sorted-{name}.yaml").write_text(yaml.safe_dump(config, sort_keys=True))
     return "--configfile", f"config/sorted-{name}.yaml"
 
@@ -162,13 +171,14 @@ def test_sorted_keys_plan_the_same_jobs_with_the_same_params(name: str, tmp_path
 
 def test_a_corrupted_summary_is_named(work: Path) -> None:
     """A truncated bootstrap file fails the tables that read it with its name and how to recompute it."""
-    boot = work / "results/summary/smoke-b/pydoc.boot.npz"
+    smoke = files(work, "config/smoke.yaml")
+    boot = work / smoke.summary("smoke-b", "pydoc", "boot.npz")
     boot.write_bytes(boot.read_bytes()[:1000])
     result = snakemake(work, "--cores", "1", *SMOKE_ARGS, "--forcerun", "table")
     assert result.returncode != 0
-    logs = "".join(path.read_text() for path in (work / "logs/tables").glob("*.log")) + result.stderr
-    assert "results/summary/smoke-b/pydoc.boot.npz: does not match the checksum" in logs, logs[-3000:]
-    assert "delete results/summary/smoke-b/pydoc.json" in logs
+    logs = "".join(path.read_text() for path in (work / "results/smoke/logs/tables").glob("*.log")) + result.stderr
+    assert f"{smoke.summary('smoke-b', 'pydoc', 'boot.npz')}: does not match the checksum" in logs, logs[-3000:]
+    assert f"delete {smoke.summary('smoke-b', 'pydoc')}" in logs
     assert "BadZipFile" not in logs
 
 

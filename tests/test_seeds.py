@@ -117,6 +117,7 @@ def test_adding_a_seed_trains_and_scores_that_seed_alone(smoke_run, tmp_path) ->
     """After a finished smoke run, `seeds: [0, 1]` trains and scores each size's seed-1 run and nothing else;
     the laws' intervals then include the seeds, and the seed tables and figure are filled."""
     import copy
+    from collections import Counter
 
     import yaml
 
@@ -136,22 +137,28 @@ def test_adding_a_seed_trains_and_scores_that_seed_alone(smoke_run, tmp_path) ->
     expected.update(job_key(r, model=m, dataset=d) for m in new for d in datasets for r in ("extract", "summarize"))
     assert planned_jobs(work, *args) == expected
     before = file_states(work, "results/ranks/**/*", "resources/ladder/*/models/**/*")
+    smoke_before = file_states(work, "results/smoke/**/*")
+    assert smoke_before  # the smoke run's tables, figures, logs and benchmarks
     result = snakemake(work, "--cores", "2", *args)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
     after = file_states(work, "results/ranks/**/*", "resources/ladder/*/models/**/*")
     assert all(after[path] == state for path, state in before.items())
-    fits = read_table(work / "results/tables/powerlaw_fits.csv")
+    fits = read_table(work / "results/seeded/tables/powerlaw_fits.csv")
     fitted = fits["note"].fillna("").eq("")  # a fitted law also carries the sizes' scatter beyond the seeds
     assert set(fits.loc[fitted, "noise"]) == {"documents+seeds+sizes"} and (fits["n_models"] == 2 * len(sizes)).all()
     assert set(fits.loc[~fitted, "noise"]) <= {"documents+seeds"}
-    variance = read_table(work / "results/tables/seed_variance.csv")
+    variance = read_table(work / "results/seeded/tables/seed_variance.csv")
     assert set(variance["size"]) == set(sizes) and (variance["n_seeds"] == 2).all()
-    seed_fits = read_table(work / "results/tables/seed_fits.csv")
+    seed_fits = read_table(work / "results/seeded/tables/seed_fits.csv")
     assert set(seed_fits["seed"]) == {0, 1} and seed_fits["exponent_seed_sd"].notna().all()
-    metrics = read_table(work / "results/tables/metrics.csv")
+    metrics = read_table(work / "results/seeded/tables/metrics.csv")
     runs = metrics.drop_duplicates("model").set_index("model")
     assert runs.loc["smoke-a-s1", "replica_of"] == "smoke-a" and runs.loc["smoke-a-s1", "seed"] == 1
-    assert (work / "results/figures/fig12_seeds.png").stat().st_size > 5000
+    assert (work / "results/seeded/figures/fig12_seeds.png").stat().st_size > 5000
+    # the smoke configuration's own tables and figures stand as they were, and switching back to it plans nothing
+    assert file_states(work, "results/smoke/**/*") == smoke_before
+    assert planned_jobs(work, "--configfile", "config/smoke.yaml") == Counter()
+    assert planned_jobs(work, *args) == Counter()
 
 
 # --- PolyPythias (config/polypythia.yaml), planned offline; replicas checked like checkpoints -------------

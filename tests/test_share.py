@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 import yaml
 
+from rankscale.config import validate
 from rankscale.formats import RANK_FORMAT
+from rankscale.layout import Layout, layout
 from rankscale.plan import build_plan, ladder_dir
 from rankscale.share import ShareError, dvc_stages, load_config, sidecar_mismatches, write_dvc_yaml
 from tests.conftest import REPO
 
 SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
 LADDER = ladder_dir(SMOKE)
+LADDER_TOK = f"ladder-{LADDER.rsplit('/', 1)[-1]}"  # the ladder tokenizer's key (rankscale.plan.keys)
 
 
 def smoke_with(models: list[dict]) -> dict:
@@ -22,14 +26,24 @@ def smoke_with(models: list[dict]) -> dict:
     return config
 
 
+def stages_of(config: dict, config_files: list[str]) -> tuple[list, Layout]:
+    """dvc_stages of `config` on humaneval, and the file layout they were built from."""
+    config = validate(copy.deepcopy(config))
+    plans = build_plan(config, check_paths=False, validated=True)
+    files = layout(config, plans, config_files)
+    return dvc_stages(plans, ["humaneval"], config_files, files), files
+
+
 @pytest.mark.filterwarnings("ignore:family 'h' has only")
 def test_one_stage_per_model_plus_shared_inputs():
     config = smoke_with([{"name": "hub-1.4b", "family": "h", "hub_id": "org/m-1.4b", "revision": "abc"}])
-    stages = {s.name: s for s in dvc_stages(build_plan(config, check_paths=False), ["humaneval"], ["config/x.yaml"])}
+    built, files = stages_of(config, ["config/x.yaml"])
+    stages = {s.name: s for s in built}
+    assert LADDER_TOK == files.tokenizers["smoke-a"] and LADDER_TOK.startswith("ladder-")
     assert list(stages) == [
         "corpus",
         "ladder",
-        "tokens-ladder",
+        f"tokens-{LADDER_TOK}",
         "tokens-org--m-1_4b_abc",
         "model-smoke-a",
         "model-smoke-b",
@@ -45,19 +59,23 @@ def test_one_stage_per_model_plus_shared_inputs():
     )
     assert stages["model-hub-1_4b"].outs == ("results/ranks/hub-1.4b",)  # weights stay on the hub
     assert "results/tokens/org--m-1.4b@abc" in stages["model-hub-1_4b"].deps
-    assert stages["model-smoke-a"].cmd == (
-        "snakemake --cores all results/ranks/smoke-a/humaneval.npz --configfile config/x.yaml"
-    )
+    assert stages["corpus"].outs == (files.corpus("humaneval"), files.corpus("humaneval", "json"))
+    assert stages[f"tokens-{LADDER_TOK}"].outs == (f"results/tokens/{LADDER_TOK}",)
+    assert f"{LADDER}/tokenizer" in stages[f"tokens-{LADDER_TOK}"].deps
+    assert f"{LADDER}/tokenizer" not in stages["tokens-org--m-1_4b_abc"].deps
+    ranks = files.ranks("smoke-a", "humaneval")
+    assert re.fullmatch(r"results/ranks/smoke-a/humaneval-[0-9a-f]{12}\.npz", ranks), ranks
+    assert stages["model-smoke-a"].cmd == f"snakemake --cores all {ranks} --configfile config/x.yaml"
 
 
 def test_stage_names_that_collide_are_refused():
     config = smoke_with([{"name": n, "family": "h", "hub_id": "org/m"} for n in ("m.1", "m_1")])
     with pytest.raises(ShareError, match="m_1"):
-        dvc_stages(build_plan(config, check_paths=False), ["humaneval"], [])
+        stages_of(config, [])
 
 
 def test_dvc_yaml_outputs_persist(tmp_path):
-    stages = dvc_stages(build_plan(SMOKE, check_paths=False), ["humaneval"], [])
+    stages, _ = stages_of(SMOKE, [])
     write_dvc_yaml(tmp_path / "dvc.yaml", stages)
     written = yaml.safe_load((tmp_path / "dvc.yaml").read_text())["stages"]
     assert written["model-smoke-b"]["outs"] == [

@@ -26,7 +26,17 @@ import pytest
 import yaml
 
 from rankscale.plan import ladder_dir
-from tests.conftest import REPO, copy_run, file_states, job_key, output_jobs, planned_jobs, snakemake, stop_process
+from tests.conftest import (
+    REPO,
+    copy_run,
+    file_states,
+    files,
+    job_key,
+    output_jobs,
+    planned_jobs,
+    snakemake,
+    stop_process,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -35,6 +45,7 @@ CONFIG = ("--configfile", "config/smoke.yaml")
 DATASETS = list(SMOKE["datasets"])
 MODELS = [s["name"] for s in SMOKE["ladder"]["sizes"]]
 LADDER = ladder_dir(SMOKE)
+LADDER_TOK = files(REPO, "config/smoke.yaml").tokenizers[MODELS[0]]  # `ladder-<key>`: the ladder's tokenizer
 NEW = {"name": "smoke-d", "layers": 2, "d_model": 48, "heads": 4}
 PROJECT_FILES = (".gitignore", ".dvcignore", ".dvc/config", ".dvc/.gitignore")
 # Everything upstream of the tables that a rerun must leave alone.
@@ -70,7 +81,7 @@ def analysis_jobs(models: list[str]) -> Counter[str]:
     """What a run with every rank array present must do: summaries, tables, figures, and the token kinds of the
     ladder's tokenizer (cheap, from the tokenizer the clone has: not shared)."""
     jobs = Counter(job_key("summarize", model=m, dataset=d) for m in models for d in DATASETS)
-    return jobs + output_jobs() + Counter([job_key("token_kinds", tok="ladder")])
+    return jobs + output_jobs() + Counter([job_key("token_kinds", tok=LADDER_TOK)])
 
 
 def remote_objects(remote: Path) -> set[str]:
@@ -156,7 +167,8 @@ def test_tracking_leaves_the_workspace_alone(project):
     """`track` commits to DVC's cache without relinking: same bytes and mtimes, nothing to rerun."""
     assert project.after == project.before
     assert planned_jobs(project.repo, *CONFIG) == Counter()
-    assert set(lock_stages(project.repo)) == {"corpus", "ladder", "tokens-ladder"} | {f"model-{m}" for m in MODELS}
+    shared = {"corpus", "ladder", f"tokens-{LADDER_TOK}"}
+    assert set(lock_stages(project.repo)) == shared | {f"model-{m}" for m in MODELS}
     assert not git(project.repo, "status", "--porcelain"), "track must not leave files for git"
 
 
@@ -173,10 +185,11 @@ def test_adding_a_model_leaves_other_rank_arrays_untouched(grown, project):
     changed = sorted(path for path, state in grown.before.items() if grown.after.get(path) != state)
     assert changed == []
     new = [path for path in grown.after if path not in grown.before]
-    assert {f"results/ranks/smoke-d/{d}.{ext}" for d in DATASETS for ext in ("npz", "json")} <= set(new)
+    grown_files = files(project.repo, "config/smoke.yaml")  # the config with smoke-d
+    assert {grown_files.ranks("smoke-d", d, ext) for d in DATASETS for ext in ("npz", "json")} <= set(new)
     own = ("results/ranks/smoke-d/", f"{LADDER}/models/smoke-d/", f"{LADDER}/states/smoke-d/")
     assert [path for path in new if not path.startswith(own)] == []
-    metrics = pd.read_csv(project.repo / "results/tables/metrics.csv")
+    metrics = pd.read_csv(project.repo / "results/smoke/tables/metrics.csv")
     assert set(metrics["model"]) == {*MODELS, "smoke-d"}
 
 
@@ -219,8 +232,8 @@ def test_fresh_clone_plans_no_training_or_extraction(colleague):
 
 def test_fresh_clone_reproduces_tables_byte_for_byte(colleague, project):
     for name in TABLES:
-        ours = (colleague.clone / f"results/tables/{name}.csv").read_bytes()
-        assert ours == (project.repo / f"results/tables/{name}.csv").read_bytes(), name
+        ours = (colleague.clone / f"results/smoke/tables/{name}.csv").read_bytes()
+        assert ours == (project.repo / f"results/smoke/tables/{name}.csv").read_bytes(), name
 
 
 def test_restore_recomputes_arrays_the_config_does_not_describe(colleague, tmp_path):
@@ -230,6 +243,13 @@ def test_restore_recomputes_arrays_the_config_does_not_describe(colleague, tmp_p
     config["ladder"]["sizes"].append(NEW)
     config["extraction"]["ties"] = "gt"  # every array was computed with `ge`
     (clone / "config/other.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    # the `ge` arrays, found where the `gt` configuration's arrays go (keyed paths differ, so put them there)
+    pulled, other = files(clone, "config/smoke.yaml"), files(clone, "config/other.yaml")
+    for m in [*MODELS, "smoke-d"]:
+        for d in DATASETS:
+            assert other.ranks(m, d) != pulled.ranks(m, d)
+            for ext in ("npz", "json"):
+                shutil.copy2(clone / pulled.ranks(m, d, ext), clone / other.ranks(m, d, ext))
     out = share(clone, "restore", "--configfile", "config/other.yaml")
     assert "0 rank arrays verified" in out and "ties: array has 'ge', config says 'gt'" in out
     plan = planned_jobs(clone, "--configfile", "config/other.yaml")

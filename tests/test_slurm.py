@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from rankscale.plan import ladder_dir
-from tests.conftest import REPO, copy_workflow, planned_jobs, snakemake
+from tests.conftest import REPO, copy_workflow, files, planned_jobs, snakemake
 from tests.hub_fixtures import HUB_COMMIT, cache_repo
 from tests.slurm_cluster import SlurmCluster, local_cluster, missing_binaries
 
@@ -70,7 +70,9 @@ LOCAL_RULES = {"all", "download", "corpus", "tokenize", "token_kinds", "ladder_c
 
 
 def planned_by_rule(text: str) -> Counter[str]:
-    return Counter(m.group(1) for line in text.splitlines() if (m := re.fullmatch(r"(?:local)?rule (\w+):", line.strip())))
+    return Counter(
+        m.group(1) for line in text.splitlines() if (m := re.fullmatch(r"(?:local)?rule (\w+):", line.strip()))
+    )
 
 
 def test_the_local_rules_are_the_snakefiles() -> None:
@@ -202,9 +204,11 @@ def test_smoke_workflow_through_slurm(
     assert ran == remote
 
     # same code, same CPU, one thread per job, seeded training: the tables are the same bytes
+    ran_files = files(workdir, *configs[1:])  # the run is named by its last config file: results/gpu/
+    assert ran_files.out == "results/gpu"
     for name in TABLES:
-        ours = (workdir / "results/tables" / f"{name}.csv").read_bytes()
-        assert ours == (smoke_run / "results/tables" / f"{name}.csv").read_bytes(), name
+        ours = (workdir / ran_files.out / "tables" / f"{name}.csv").read_bytes()
+        assert ours == (smoke_run / "results/smoke/tables" / f"{name}.csv").read_bytes(), name
 
     # a hub model: downloaded by the local rule (here: from a warm cache), scored by a SLURM job that runs
     # offline (HF_HUB_OFFLINE=1 in the job) from the cache the compute node shares with this host
@@ -213,9 +217,10 @@ def test_smoke_workflow_through_slurm(
     hub = copy.deepcopy(SMOKE)
     hub["models"] = [{"name": "hub-b", "family": "hub", "hub_id": "org/tiny"}]
     (workdir / "hub.yaml").write_text(yaml.safe_dump(hub, sort_keys=False))
+    hub_files = files(workdir, "hub.yaml", "gpu.yaml")
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     result = snakemake(
-        workdir, "results/ranks/hub-b/humaneval.npz", "--workflow-profile", "profiles/slurm",
+        workdir, hub_files.ranks("hub-b", "humaneval"), "--workflow-profile", "profiles/slurm",
         "--configfile", "hub.yaml", "gpu.yaml", "--slurm-status-command", "squeue",
         "--slurm-init-seconds-before-status-checks", "1", timeout=1200,
     )  # fmt: skip
@@ -224,9 +229,10 @@ def test_smoke_workflow_through_slurm(
     hub_jobs = dict(re.findall(r"Job (\d+) has been submitted with SLURM jobid (\d+)", output)).values()
     rules = [slurm_job(slurm, i)["Comment"].removeprefix("rule_").split("_wildcards_")[0] for i in hub_jobs]
     assert rules == ["extract"] and "localrule download:" in output, output[-6000:]
-    meta = json.loads((workdir / "results/ranks/hub-b/humaneval.json").read_text())
+    meta = json.loads((workdir / hub_files.ranks("hub-b", "humaneval", "json")).read_text())
     assert meta["resolved_revision"] == HUB_COMMIT
-    ours, theirs = (np.load(workdir / f"results/ranks/{m}/humaneval.npz") for m in ("hub-b", "smoke-b"))
+    ours = np.load(workdir / hub_files.ranks("hub-b", "humaneval"))
+    theirs = np.load(workdir / ran_files.ranks("smoke-b", "humaneval"))
     assert np.array_equal(ours["rank"], theirs["rank"]) and np.array_equal(ours["logprob"], theirs["logprob"])
 
 

@@ -137,7 +137,7 @@ def test_adding_a_checkpoint_trains_and_scores_that_checkpoint_alone(grown: Simp
 
 @pytest.mark.slow
 def test_checkpoints_are_scored_and_fitted_in_training_tokens(grown: SimpleNamespace) -> None:
-    tables = grown.work / "results/tables"
+    tables = grown.work / "results/ck/tables"
     metrics = pd.read_csv(tables / "metrics.csv", dtype={"k": "Int64", "D": "Int64"})
     assert set(metrics.loc[metrics["model"].str.endswith("-t8000"), "D"]) == {16 * 512}
     assert not metrics.loc[metrics["model"].str.endswith("-t8000"), "final"].any()
@@ -150,7 +150,7 @@ def test_checkpoints_are_scored_and_fitted_in_training_tokens(grown: SimpleNames
     joint = pd.read_csv(tables / "joint_fits.csv")
     assert (joint["n_points"] == 2 * len(SIZES)).all() and np.isfinite(joint["E"]).all()
     for name in ("fig10_rbp_vs_tokens", "fig11_compute_frontier"):
-        assert (grown.work / f"results/figures/{name}.png").stat().st_size > 5000
+        assert (grown.work / f"results/ck/figures/{name}.png").stat().st_size > 5000
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ from rankscale.rankfile import load_rank_arrays
 from rankscale.statistics import k_grid
 from rankscale.tables import TABLES
 from rankscale.tokens import load_tokens
-from tests.conftest import REPO, copy_workflow, snakemake
+from tests.conftest import REPO, copy_workflow, files, snakemake
 from tests.tolerances import (
     PathTolerance,
     assert_logprobs_close,
@@ -33,20 +33,21 @@ pytestmark = pytest.mark.slow
 MODELS = ["smoke-a", "smoke-b", "smoke-c"]
 DATASETS = ["humaneval", "pydoc"]
 FIGURES = list(PLOTS)
+SMOKE = files(REPO, "config/smoke.yaml")  # where the smoke run puts each file
 
 
 def test_every_table_and_figure_exists(smoke_run):
     for name in TABLES:
-        assert (smoke_run / "results/tables" / f"{name}.csv").stat().st_size > 0
+        assert (smoke_run / "results/smoke/tables" / f"{name}.csv").stat().st_size > 0
     for name in FIGURES:
         for ext in ("png", "pdf"):
-            path = smoke_run / "results/figures" / f"{name}.{ext}"
+            path = smoke_run / "results/smoke/figures" / f"{name}.{ext}"
             assert path.stat().st_size > 5000, path
     assert not list((smoke_run / "results").rglob("*.tmp*")), "temporary files left behind"
 
 
 def test_metrics_are_sane(smoke_run):
-    metrics = pd.read_csv(smoke_run / "results/tables/metrics.csv", dtype={"k": "Int64"})
+    metrics = pd.read_csv(smoke_run / "results/smoke/tables/metrics.csv", dtype={"k": "Int64"})
     assert set(metrics["model"]) == set(MODELS) and set(metrics["dataset"]) == set(DATASETS)
     rbp = metrics[metrics["metric"] == "rbp"]
     assert rbp["value"].between(0, 1).all()
@@ -68,12 +69,12 @@ def test_metrics_are_sane(smoke_run):
 
 def test_tables_agree_with_rank_arrays(smoke_run):
     """metrics.csv, lognormal and emergence rows recomputed from the raw rank arrays."""
-    metrics = pd.read_csv(smoke_run / "results/tables/metrics.csv", dtype={"k": "Int64"})
-    emergence = pd.read_csv(smoke_run / "results/tables/emergence.csv")
+    metrics = pd.read_csv(smoke_run / "results/smoke/tables/metrics.csv", dtype={"k": "Int64"})
+    emergence = pd.read_csv(smoke_run / "results/smoke/tables/emergence.csv")
     for model in MODELS:
         for dataset in DATASETS:
             arrays, meta = load_rank_arrays(
-                smoke_run / f"results/ranks/{model}/{dataset}.npz", smoke_run / f"results/ranks/{model}/{dataset}.json"
+                smoke_run / SMOKE.ranks(model, dataset), smoke_run / SMOKE.ranks(model, dataset, "json")
             )
             rows = metrics[(metrics["model"] == model) & (metrics["dataset"] == dataset)]
             ce = rows[rows["metric"] == "ce"]["value"].item()
@@ -88,13 +89,13 @@ def test_tables_agree_with_rank_arrays(smoke_run):
 
 
 def test_fits_are_finite(smoke_run):
-    fits = pd.read_csv(smoke_run / "results/tables/powerlaw_fits.csv", dtype={"k": "Int64"})
+    fits = pd.read_csv(smoke_run / "results/smoke/tables/powerlaw_fits.csv", dtype={"k": "Int64"})
     for metric, k in (("neg_log_rbp", 1), ("neg_log_rbp", 10), ("ce", None)):
         sel = fits[(fits["metric"] == metric) & (fits["k"].isna() if k is None else fits["k"] == k)]
         assert len(sel) == len(DATASETS)
         assert np.isfinite(sel["alpha"]).all() and (sel["C"] > 0).all() and sel["r2"].between(-1e-9, 1 + 1e-9).all()
         assert (sel["n_models"] == 3).all()
-    lognormal = pd.read_csv(smoke_run / "results/tables/lognormal_fits.csv")
+    lognormal = pd.read_csv(smoke_run / "results/smoke/tables/lognormal_fits.csv")
     assert len(lognormal) == len(MODELS) * len(DATASETS)
     assert (lognormal["sigma"] > 0).all()
     assert np.allclose(lognormal["mu_over_sigma"], lognormal["mu"] / lognormal["sigma"])
@@ -108,9 +109,9 @@ def test_ranks_match_an_independent_reference(smoke_run):
     model = load_model(source, dtype="float32", device="cpu", device_map=None, attn_implementation=None)
     tokenizer = load_tokenizer(source)
     arrays, meta = load_rank_arrays(
-        smoke_run / "results/ranks/smoke-c/pydoc.npz", smoke_run / "results/ranks/smoke-c/pydoc.json"
+        smoke_run / SMOKE.ranks("smoke-c", "pydoc"), smoke_run / SMOKE.ranks("smoke-c", "pydoc", "json")
     )
-    corpus = load_tokens(smoke_run / "results/tokens/ladder/pydoc.npz")
+    corpus = load_tokens(smoke_run / SMOKE.model_tokens("smoke-c", "pydoc"))
     vocab = len(tokenizer)
     max_length, stride = meta["windows"]["max_length"], meta["windows"]["max_length"] // 2
     if extraction_threads():
@@ -152,15 +153,15 @@ def test_rerun_is_a_no_op_and_report_builds(smoke_run):
     assert dry.returncode == 0, dry.stderr[-3000:]
     assert "Nothing to be done" in dry.stdout + dry.stderr
     report = snakemake(
-        smoke_run, "--cores", "1", "--configfile", "config/smoke.yaml", "--report", "results/report.html"
+        smoke_run, "--cores", "1", "--configfile", "config/smoke.yaml", "--report", "results/smoke/report.html"
     )
     assert report.returncode == 0, report.stderr[-3000:]
-    html = (smoke_run / "results/report.html").read_text(errors="replace")
+    html = (smoke_run / "results/smoke/report.html").read_text(errors="replace")
     assert len(html) > 100_000
     for name in FIGURES:
         assert name in html
     # the run manifest opens it
-    manifest = json.loads((smoke_run / "results/manifest.json").read_text())
+    manifest = json.loads((smoke_run / "results/smoke/manifest.json").read_text())
     assert manifest["config_digest"] in html and "wall time: extract" in html
 
 
@@ -168,7 +169,7 @@ def test_the_run_manifest_says_what_made_the_results(smoke_run):
     from rankscale.canon import canonical, short_hash
     from rankscale.config import validate
 
-    manifest = json.loads((smoke_run / "results/manifest.json").read_text())
+    manifest = json.loads((smoke_run / "results/smoke/manifest.json").read_text())
     config = validate(yaml.safe_load((smoke_run / "config/smoke.yaml").read_text()))
     assert manifest["config_digest"] == short_hash(canonical(config))
     assert manifest["commit"] is None and manifest["dirty"] is None  # the test's copy is no git checkout
@@ -191,7 +192,7 @@ def test_lint_is_clean(tmp_path):
 
 
 def test_sidecar_records_provenance(smoke_run):
-    meta = json.loads((smoke_run / "results/ranks/smoke-a/humaneval.json").read_text())
+    meta = json.loads((smoke_run / SMOKE.ranks("smoke-a", "humaneval", "json")).read_text())
     for key in (
         "resolved_revision",
         "S",
@@ -209,14 +210,14 @@ def test_sidecar_records_provenance(smoke_run):
     ):
         assert key in meta, key
     assert meta["ties"] == "ge" and meta["dtype"] == "float32" and meta["resolved_revision"].startswith("sha256:")
-    note = (smoke_run / "logs/summarize/smoke-a/humaneval.log").read_text()
+    note = (smoke_run / "logs/summarize/smoke-a" / f"{SMOKE.summary_keys[('smoke-a', 'humaneval')]}.log").read_text()
     assert "k values above |V| = 512 left out for this model: [1000, 20000, 30000]" in note
     assert (REPO / "config/smoke.yaml").exists()
 
 
 def test_every_number_has_an_interval(smoke_run):
     """Percentile intervals of the document bootstrap sit around every estimate (docs/science.md, Uncertainty)."""
-    tables = smoke_run / "results/tables"
+    tables = smoke_run / "results/smoke/tables"
     metrics = pd.read_csv(tables / "metrics.csv")
     assert ((metrics["ci_low"] <= metrics["value"]) & (metrics["value"] <= metrics["ci_high"])).all()
     fits = pd.read_csv(tables / "powerlaw_fits.csv").dropna(subset=["alpha"])
@@ -243,11 +244,11 @@ def test_the_bootstrap_is_paired_within_a_family(smoke_run):
     for dataset in DATASETS:
         counts = []
         for model in MODELS:
-            with np.load(smoke_run / f"results/summary/{model}/{dataset}.boot.npz") as boot:
+            with np.load(smoke_run / SMOKE.summary(model, dataset, "boot.npz")) as boot:
                 counts.append(boot["rep_n"])
                 assert boot["rep_hits"].shape == (
                     1000,
-                    len(json.loads((smoke_run / f"results/summary/{model}/{dataset}.json").read_text())["k"]),
+                    len(json.loads((smoke_run / SMOKE.summary(model, dataset)).read_text())["k"]),
                 )
         assert all(np.array_equal(counts[0], c) for c in counts[1:])
         assert counts[0].std() > 0  # and the replicates do differ

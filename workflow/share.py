@@ -1,8 +1,10 @@
-"""Share rank arrays through DVC: `track` (then git commit, dvc push), `pull` / `restore` in a clone.
+"""Share rank arrays through DVC: `track` (then git commit, dvc push), `pull` / `restore` in a clone;
+`migrate` moves the files of a version before keyed paths to where this one looks for them.
 
     python workflow/share.py track   [--configfile FILE ...]
     python workflow/share.py pull    [--configfile FILE ...] [-r REMOTE]
     python workflow/share.py restore [--configfile FILE ...]
+    python workflow/share.py migrate [--configfile FILE ...]
 
 Run from the repository root. docs/sharing.md: "Adding models and sharing rank arrays (DVC)".
 """

@@ -29,6 +29,14 @@ def short_hash(value: Any, n: int = 8) -> str:
     return hashlib.sha256(repr(canonical(value)).encode()).hexdigest()[:n]
 
 
+KEY_CHARS = 12  # hex digits of a file key (rankscale.layout): collisions need ~16 million files of one name
+
+
+def keyed_name(stem: str) -> str:
+    """The name in a keyed file's stem `<name>-<key>` (rankscale.layout): `humaneval-0123456789ab` -> `humaneval`."""
+    return re.sub(rf"-[0-9a-f]{{{KEY_CHARS}}}$", "", stem)
+
+
 def slug(text: str) -> str:
     """A file-name-safe key: 'EleutherAI/pythia-70m' -> 'EleutherAI--pythia-70m'."""
     return re.sub(r"[^A-Za-z0-9._@-]+", "-", text.replace("/", "--")).strip("-")

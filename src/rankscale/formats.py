@@ -17,9 +17,9 @@ and comments do not change a digest; everything else in the code behind an outpu
 
 from rankscale.fingerprint import FormatVersion
 
-CORPUS_FORMAT = FormatVersion(version=1, code="ee522eb801a7d660", scripts=("corpus",))
+CORPUS_FORMAT = FormatVersion(version=1, code="05180e636e620c7a", scripts=("corpus",))
 # version 2: each document begins with the start tokens its tokenizer adds (a BOS), never with an appended EOS
-RANK_FORMAT = FormatVersion(version=2, code="2e30529c48de3ef3", scripts=("tokenize", "extract"))
+RANK_FORMAT = FormatVersion(version=2, code="be92de5c82ca1e0c", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
-    version=1, code="cf41fb4450ac272d", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
+    version=1, code="883537300391be71", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )

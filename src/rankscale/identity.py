@@ -174,7 +174,7 @@ def placement_problems(meta: Mapping[str, Any], model: str, dataset: str) -> lis
 def problems(
     meta: Mapping[str, Any], model: str, dataset: str, identity: RankIdentity, tokens_meta: Mapping[str, Any] | None
 ) -> tuple[list[str], list[str]]:
-    """(misplaced, stale): why the rank array whose sidecar is `meta`, found at results/ranks/<model>/<dataset>,
+    """(misplaced, stale): why the rank array whose sidecar is `meta`, found at results/ranks/<model>/<dataset>-<key>,
     is not the array the current configuration and token file call for. Both empty: it is.
 
     The one check behind the aggregation's refusal of stale arrays and share.py's restore.

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from rankscale.atomic import sha256_file, write_json, write_npz
+from rankscale.canon import keyed_name
 from rankscale.identity import OWN_SHA, RankIdentity, problems
 
 
@@ -70,11 +71,11 @@ def check_provenance(
     """Refuse a rank array that does not score the current token windows under the current settings.
 
     Catches stale arrays (another window length, tokenizer, corpus, dtype or rank convention)
-    and arrays copied to results/ranks/<model>/<dataset>.npz of another model or dataset, which a
+    and arrays copied to results/ranks/<model>/<dataset>-<key>.npz of another model or dataset, which a
     checksum alone cannot: the file is intact, it is just not the file this analysis expects. The
     check is `rankscale.identity.problems`, the one `share.py` uses for pulled arrays.
     """
-    misplaced, stale = problems(meta, Path(path).parent.name, Path(path).stem, identity, tokens_meta)
+    misplaced, stale = problems(meta, Path(path).parent.name, keyed_name(Path(path).stem), identity, tokens_meta)
     if misplaced:
         raise RankFileError(
             f"{path}: rank array of another model or dataset ({'; '.join(misplaced)}); "

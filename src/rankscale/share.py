@@ -31,11 +31,13 @@ from typing import Any
 
 import yaml
 
-from rankscale.config import load_yaml
-from rankscale.identity import problems
+from rankscale.config import load_yaml, validate
+from rankscale.identity import CORPUS_SHA, OWN_SHA, problems
+from rankscale.layout import Layout, layout
 from rankscale.plan import TRAIN_TOKENS, ModelPlan, build_plan
 
 DEFAULT_CONFIG = "config/config.yaml"
+SCHEMA = "config/schema.yaml"
 DVC_YAML_HEADER = """\
 # What DVC versions: written by `python workflow/share.py track` from the configuration; edit
 # the config, not this file. Snakemake produces every output (each `cmd` is the Snakemake call
@@ -93,8 +95,15 @@ def load_config(config_files: Sequence[str], root: Path = Path(".")) -> dict[str
     return config
 
 
-def rank_paths(model: str, dataset: str) -> tuple[str, str]:
-    return f"results/ranks/{model}/{dataset}.npz", f"results/ranks/{model}/{dataset}.json"
+def configured(config_files: Sequence[str], root: Path) -> tuple[dict[str, Any], dict[str, ModelPlan], Layout]:
+    """The configuration, its plan and its file layout, as the workflow resolves them."""
+    config = validate(load_config(config_files, root), root / SCHEMA)
+    plans = build_plan(config, check_paths=False, validated=True)
+    return config, plans, layout(config, plans, [root / f for f in config_files], root / DEFAULT_CONFIG)
+
+
+def rank_paths(files: Layout, model: str, dataset: str) -> tuple[str, str]:
+    return files.ranks(model, dataset), files.ranks(model, dataset, "json")
 
 
 def stage_name(prefix: str, key: str) -> str:
@@ -107,9 +116,11 @@ def snakemake_cmd(config_files: Sequence[str], targets: Sequence[str]) -> str:
     return " ".join(["snakemake --cores all", *targets, *config_args(config_files)])
 
 
-def dvc_stages(plans: Mapping[str, ModelPlan], datasets: Sequence[str], config_files: Sequence[str]) -> list[Stage]:
+def dvc_stages(
+    plans: Mapping[str, ModelPlan], datasets: Sequence[str], config_files: Sequence[str], files: Layout
+) -> list[Stage]:
     """Every stage for this plan: shared inputs first, then one per model."""
-    corpus = tuple(f"results/corpus/{d}.{ext}" for d in datasets for ext in ("jsonl", "json"))
+    corpus = tuple(files.corpus(d, ext) for d in datasets for ext in ("jsonl", "json"))
     home = next((str(Path(p.source.location).parent.parent) for p in plans.values() if p.ladder), None)
     # the training text (and its token ids, which every training job reads) and the tokenizer
     ladder = (
@@ -120,14 +131,15 @@ def dvc_stages(plans: Mapping[str, ModelPlan], datasets: Sequence[str], config_f
     stages = [Stage("corpus", snakemake_cmd(config_files, corpus), corpus)]
     if home:
         stages.append(Stage("ladder", snakemake_cmd(config_files, ladder[2:]), ladder))
+    ladder_key = next((p.tokenizer_key for p in plans.values() if p.ladder), None)
     for key in dict.fromkeys(p.tokenizer_key for p in plans.values()):
-        targets = [f"results/tokens/{key}/{d}.npz" for d in datasets]
-        deps = corpus + ((f"{home}/tokenizer",) if key == "ladder" else ())
+        targets = [files.tokens(key, d) for d in datasets]
+        deps = corpus + ((f"{home}/tokenizer",) if key == ladder_key else ())
         stages.append(
             Stage(stage_name("tokens", key), snakemake_cmd(config_files, targets), (f"results/tokens/{key}",), deps)
         )
     for name, plan in plans.items():
-        targets = [rank_paths(name, d)[0] for d in datasets]
+        targets = [files.ranks(name, d) for d in datasets]
         outs = (f"results/ranks/{name}",) + ((plan.source.location,) if plan.ladder else ())
         deps = (f"results/tokens/{plan.tokenizer_key}",) + (ladder if plan.ladder else ())
         stages.append(Stage(stage_name("model", name), snakemake_cmd(config_files, targets), outs, deps))
@@ -156,15 +168,15 @@ def sidecar_mismatches(
     return misplaced + stale
 
 
-def check_arrays(plans: Mapping[str, ModelPlan], datasets: Sequence[str], root: Path) -> Restored:
+def check_arrays(plans: Mapping[str, ModelPlan], datasets: Sequence[str], root: Path, files: Layout) -> Restored:
     """Sort the rank arrays present under `root` into verified and stale ones."""
     found = Restored()
     for name, plan in plans.items():
         for dataset in datasets:
-            npz, meta_path = (root / p for p in rank_paths(name, dataset))
+            npz, meta_path = (root / p for p in rank_paths(files, name, dataset))
             if not (npz.exists() and meta_path.exists()):
                 continue
-            tokens_path = root / f"results/tokens/{plan.tokenizer_key}/{dataset}.npz.json"
+            tokens_path = root / files.model_tokens(name, dataset, "npz.json")
             tokens_meta = json.loads(tokens_path.read_text()) if tokens_path.exists() else None
             problems = sidecar_mismatches(json.loads(meta_path.read_text()), plan, dataset, tokens_meta)
             if problems:
@@ -195,10 +207,12 @@ def config_args(config_files: Sequence[str]) -> list[str]:
 
 def track(root: Path, config_files: Sequence[str]) -> list[Stage]:
     """Write dvc.yaml for the current plan and record the outputs' hashes in dvc.lock."""
-    config = load_config(config_files, root)
-    plans, datasets = build_plan(config, check_paths=False), list(config["datasets"])
-    stages = dvc_stages(plans, datasets, config_files)
-    expected = [out for s in stages for out in s.outs] + [p for m in plans for d in datasets for p in rank_paths(m, d)]
+    config, plans, files = configured(config_files, root)
+    datasets = list(config["datasets"])
+    stages = dvc_stages(plans, datasets, config_files, files)
+    expected = [out for s in stages for out in s.outs] + [
+        p for m in plans for d in datasets for p in rank_paths(files, m, d)
+    ]
     missing = [path for path in expected if not (root / path).exists()]
     if missing:
         raise ShareError(f"run Snakemake to completion first; missing: {', '.join(sorted(set(missing)))}")
@@ -211,27 +225,104 @@ def track(root: Path, config_files: Sequence[str]) -> list[Stage]:
 
 def restore(root: Path, config_files: Sequence[str]) -> Restored:
     """After `dvc pull` (and any git checkout): make Snakemake see pulled arrays as up to date."""
-    config = load_config(config_files, root)
-    plans = build_plan(config, check_paths=False)
+    config, plans, files = configured(config_files, root)
     datasets = list(config["datasets"])
-    found = check_arrays(plans, datasets, root)
+    found = check_arrays(plans, datasets, root, files)
     if found.verified:
         models = {model for model, _ in found.verified}
         upstream = [
             out
-            for s in dvc_stages({m: plans[m] for m in models}, datasets, config_files)
+            for s in dvc_stages({m: plans[m] for m in models}, datasets, config_files, files)
             for out in s.outs
             if not out.startswith("results/ranks/")
         ]
         missing = [out for out in upstream if not (root / out).exists()]
         if missing:
             raise ShareError(f"pulled data is incomplete, run `dvc pull` first; missing: {', '.join(missing)}")
-        targets = [path for key in found.verified for path in rank_paths(*key)]
+        targets = [path for key in found.verified for path in rank_paths(files, *key)]
         run(snakemake(*targets, "--touch", "--forceall", "--cores", "1", "--quiet", *config_args(config_files)), root)
     for key in found.stale:
-        for path in rank_paths(*key):
-            os.utime(root / path, (0, 0))  # older than its inputs, so Snakemake recomputes it
+        for path in rank_paths(files, *key):
+            # older than its inputs, so Snakemake recomputes it; 1 s, not 0: Snakemake skips the age comparison for
+            # an output time of 0 (a falsy value), and a pulled array has no metadata to be rerun by instead
+            os.utime(root / path, (1, 1))
     return found
+
+
+@dataclass
+class Migrated:
+    """What `migrate` moved from the unkeyed paths of earlier versions, and what it left (path: why)."""
+
+    moved: list[str] = field(default_factory=list)
+    left: dict[str, str] = field(default_factory=dict)
+
+
+def migrate(root: Path, config_files: Sequence[str]) -> tuple[Migrated, Restored]:
+    """Move token files and rank arrays from the paths of earlier versions (`results/tokens/<tok>/<dataset>.npz`,
+    `results/ranks/<model>/<dataset>.npz`) to this configuration's keyed paths, then `restore` them.
+
+    Nothing is taken on trust: the corpora are made afresh (cheap), a token file moves only if it was cut from
+    exactly that corpus (checksum), with this tokenizer and tokenization, and `restore` then checks each rank
+    array against the token file it was computed from. What does not match stays where it was."""
+    config, plans, files = configured(config_files, root)
+    datasets = list(config["datasets"])
+    run(snakemake(*(files.corpus(d, ext) for d in datasets for ext in ("jsonl", "json")), "--cores", "1",
+                  "--quiet", *config_args(config_files)), root)  # fmt: skip
+    done = Migrated()
+    sources = {p.tokenizer_key: p.source for p in plans.values()}
+    special = config["tokenization"]["add_special_tokens"]
+    for tok, source in sources.items():
+        old_tok = "ladder" if any(p.ladder and p.tokenizer_key == tok for p in plans.values()) else tok
+        for d in datasets:
+            old = root / f"results/tokens/{old_tok}/{d}.npz"
+            if not old.exists():
+                continue
+            meta = json.loads(Path(f"{old}.json").read_text())
+            corpus = json.loads((root / files.corpus(d, "json")).read_text())
+            why = [
+                what
+                for what, ok in (
+                    ("cut from another corpus", meta.get(CORPUS_SHA) == corpus[OWN_SHA]),
+                    ("another tokenizer", meta.get("tokenizer") == source.tokenizer_location),
+                    ("other special tokens", meta.get("add_special_tokens") == special),
+                )
+                if not ok
+            ]
+            if why:
+                done.left[str(old.relative_to(root))] = ", ".join(why)
+                continue
+            done.moved += _move(
+                root, [(old, files.tokens(tok, d)), (Path(f"{old}.json"), files.tokens(tok, d, "npz.json"))]
+            )
+    for name, plan in plans.items():
+        for d in datasets:
+            old = root / f"results/ranks/{name}/{d}.npz"
+            tokens = root / files.tokens(plan.tokenizer_key, d, "npz.json")
+            if not (old.exists() and old.with_suffix(".json").exists() and tokens.exists()):
+                continue
+            misplaced, stale = problems(
+                json.loads(old.with_suffix(".json").read_text()), name, d, plan.identity(d),
+                json.loads(tokens.read_text()),
+            )  # fmt: skip
+            if misplaced or stale:
+                done.left[str(old.relative_to(root))] = "; ".join(misplaced + stale)
+            else:
+                done.moved += _move(
+                    root, [(old, files.ranks(name, d)), (old.with_suffix(".json"), files.ranks(name, d, "json"))]
+                )
+    return done, restore(root, config_files)
+
+
+def _move(root: Path, pairs: Sequence[tuple[Path, str]]) -> list[str]:
+    """Rename each file to its keyed path (modification times kept), unless that path is taken."""
+    moved = []
+    for old, new in pairs:
+        target = root / new
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(old, target)
+            moved.append(new)
+    return moved
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -244,6 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         ("restore", "after `dvc pull`: verify pulled rank arrays and mark them up to date for Snakemake"),
         ("pull", "`dvc pull` followed by `restore`"),
+        ("migrate", "move the token files and rank arrays of an earlier version to their keyed paths, verified"),
     ):
         cmd = sub.add_parser(name, help=text)
         cmd.add_argument("--configfile", nargs="+", default=[], help="the config files you pass to snakemake")
@@ -262,11 +354,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not (root / "dvc.lock").exists():
                 raise ShareError("no dvc.lock: nothing has been shared yet (run `track`, commit, `dvc push` first)")
             run(dvc("pull", *(["--remote", args.remote] if args.remote else [])), root)
-        found = restore(root, args.configfile)
+        if args.command == "migrate":
+            done, found = migrate(root, args.configfile)
+            print(f"{len(done.moved)} files moved to their keyed paths")
+            for path, why in done.left.items():
+                print(f"{path}: left in place: {why}")
+        else:
+            found = restore(root, args.configfile)
+        files = configured(args.configfile, root)[2]
     except ShareError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"{len(found.verified)} rank arrays verified and marked up to date")
     for (model, dataset), why in found.stale.items():
-        print(f"{rank_paths(model, dataset)[0]}: will be recomputed: {'; '.join(why)}")
+        print(f"{files.ranks(model, dataset)}: will be recomputed: {'; '.join(why)}")
     return 0

@@ -15,7 +15,8 @@ if SRC not in sys.path:
 from rankscale.config import ConfigError, load_yaml, validate  # noqa: E402
 from rankscale.downloads import extraction_downloads, hub_downloads  # noqa: E402
 from rankscale.fingerprint import code_digest  # noqa: E402
-from rankscale.formats import CORPUS_FORMAT, RANK_FORMAT  # noqa: E402
+from rankscale import manifest as manifest_module  # noqa: E402
+from rankscale.layout import corpus_spec, layout, tokenize_source  # noqa: E402
 from rankscale.plan import (  # noqa: E402
     TRAIN_TOKENS,
     build_plan,
@@ -38,6 +39,8 @@ try:
         load_yaml(configfile)
     validate(config, Path(workflow.basedir) / "config/schema.yaml")
     PLAN = build_plan(config, validated=True)  # validated once, just above
+    # every path: intermediates keyed by meaning, this configuration's tables and figures under results/<run>/
+    LAYOUT = layout(config, PLAN, workflow.configfiles, Path(workflow.basedir) / "config/config.yaml")
 except ConfigError as exc:
     raise WorkflowError(f"config error: {exc}") from None
 
@@ -66,19 +69,31 @@ CODE = {
     for step in ("summarize", "table", "figure", "token_kinds")
 }
 
-MANIFEST = "results/manifest.json"
-TABLE_FILES = expand("results/tables/{table}.csv", table=TABLES)
-FIGURE_FILES = expand("results/figures/{figure}.{ext}", figure=FIGURES, ext=["png", "pdf"])
+OUT = LAYOUT.out  # results/<run>: this configuration's own outputs
+MANIFEST = f"{OUT}/manifest.json"
+manifest_module.REPORTED = MANIFEST  # what `--report` shows (workflow/report/metadata.yaml, in this process)
+TABLE_FILES = expand(f"{OUT}/tables/{{table}}.csv", table=TABLES)
+FIGURE_FILES = expand(f"{OUT}/figures/{{figure}}.{{ext}}", figure=FIGURES, ext=["png", "pdf"])
+LADDER_LOGS = f"logs/ladder/{Path(LADDER_DIR).name}"  # one ladder's logs and benchmarks beside another's
+
+
+def alternatives(names):
+    """A wildcard constraint matching exactly these names (a file of another configuration matches no rule)."""
+    return "|".join(map(re.escape, sorted(set(names)))) or "^$"
 
 
 wildcard_constraints:
-    model="|".join(map(re.escape, MODELS)),
-    dataset="|".join(map(re.escape, DATASETS)),
-    table="|".join(map(re.escape, TABLES)),
-    figure="|".join(map(re.escape, FIGURES)),
-    tok="[A-Za-z0-9._@-]+",
+    model=alternatives(MODELS),
+    table=alternatives(TABLES),
+    figure=alternatives(FIGURES),
+    tok=alternatives(TOKENIZERS),
     digest="[0-9a-f]{16}",
-    download="|".join(map(re.escape, DOWNLOADS)) or "^$",
+    download=alternatives(DOWNLOADS),
+    # file stems `<dataset>-<key>` (rankscale.layout): only this configuration's
+    corpus=alternatives(LAYOUT.corpus_keys.values()),
+    tokens=alternatives(LAYOUT.token_keys.values()),
+    ranks=alternatives(LAYOUT.rank_keys.values()),
+    summary=alternatives(LAYOUT.summary_keys.values()),
 
 
 def write_manifest():
@@ -86,14 +101,14 @@ def write_manifest():
 
     pairs = [(m, d) for m in MODELS for d in DATASETS]
     benchmarks = {
-        "extract": [Path(f"results/benchmarks/extract/{m}/{d}.tsv") for m, d in pairs],
-        "summarize": [Path(f"results/benchmarks/summarize/{m}/{d}.tsv") for m, d in pairs],
-        "table": [Path(f"results/benchmarks/tables/{t}.tsv") for t in TABLES],
-        "figure": [Path(f"results/benchmarks/figures/{f}.tsv") for f in FIGURES],
-        "ladder_train": [Path(f"results/benchmarks/ladder_train/{m}.tsv") for m in MODELS if PLAN[m].ladder],
+        "extract": [Path(LAYOUT.extract_benchmark(m, d)) for m, d in pairs],
+        "summarize": [Path(LAYOUT.summarize_benchmark(m, d)) for m, d in pairs],
+        "table": [Path(f"{OUT}/benchmarks/tables/{t}.tsv") for t in TABLES],
+        "figure": [Path(f"{OUT}/benchmarks/figures/{f}.tsv") for f in FIGURES],
+        "ladder_train": [Path(f"{LADDER_LOGS}/benchmarks/{m}.tsv") for m in MODELS if PLAN[m].ladder],
         "gguf_convert": [Path(f"results/benchmarks/gguf_convert/{g}.tsv") for g in GGUF],
     }
-    sidecars = [Path(f"results/ranks/{m}/{d}.json") for m, d in pairs]
+    sidecars = [Path(LAYOUT.ranks(m, d, "json")) for m, d in pairs]
     try:
         manifest.write(manifest.build(config, Path(workflow.basedir), sidecars, benchmarks), Path(MANIFEST))
     except (OSError, ValueError) as exc:  # the run's results stand without it: say so, do not fail the run
@@ -106,16 +121,16 @@ def runtime_setting(model, key):
 
 def tokenizer_input(wc):
     """The ladder tokenizer and a converted GGUF model's are workflow outputs; hub and local tokenizers are not."""
-    if wc.tok == "ladder":
-        return [f"{LADDER_DIR}/tokenizer"]
     location = TOKENIZERS[wc.tok].tokenizer_location
+    if location == f"{LADDER_DIR}/tokenizer":
+        return [location]
     return [location] if any(location == g.directory for g in GGUF.values()) else []
 
 
-def corpus_spec(dataset):
-    """What a corpus depends on: its entry less the settings later steps apply (so no needless rerun),
-    and the corpus format version (a bump recomputes the corpora and all made from them)."""
-    return CORPUS_FORMAT.params(corpus_params(config["datasets"][dataset]))
+def dataset(wc):
+    """The dataset of a keyed file's wildcards (its stem `<dataset>-<key>`)."""
+    stem = next(getattr(wc, k) for k in ("summary", "ranks", "tokens", "corpus") if hasattr(wc, k))
+    return LAYOUT.dataset_of(stem)
 
 
 def tokenizer_users(tok):
@@ -129,7 +144,7 @@ def download_users(key):
 
 def extract_inputs(wc):
     plan = PLAN[wc.model]
-    inputs = {"tokens": f"results/tokens/{plan.tokenizer_key}/{wc.dataset}.npz"}
+    inputs = {"tokens": LAYOUT.model_tokens(wc.model, dataset(wc))}
     if plan.source.local:
         inputs["model"] = plan.source.location
     # `ancient`: a download made after the rank array (e.g. by a colleague who pulled the arrays with DVC and
@@ -146,14 +161,22 @@ def run_final_model(wc):
     return [] if plan.checkpoint is None else ancient(f"{LADDER_DIR}/models/{plan.size}")
 
 
-def token_table_input(wc):
-    """The token table of the model's tokenizer, made by the token_kinds job, read by every summary: each token's
-    kind (the `kind` stratum) and its text's UTF-8 byte length (what cross-entropy in bits per byte divides by)."""
-    return f"results/token_kinds/{PLAN[wc.model].tokenizer_key}.npz"
+def summarize_inputs(wc):
+    """A summary reads its rank array, the token file's and the corpus's sidecars (the dataset's documents: what
+    every family's bootstrap draws), and the token table of the model's tokenizer, made by the token_kinds job:
+    each token's kind (the `kind` stratum) and its text's UTF-8 byte length (what bits per byte divides by)."""
+    name = dataset(wc)
+    return {
+        "ranks": LAYOUT.ranks(wc.model, name),
+        "meta": LAYOUT.ranks(wc.model, name, "json"),
+        "tokens_meta": LAYOUT.model_tokens(wc.model, name, "npz.json"),
+        "corpus_meta": LAYOUT.corpus(name, "json"),
+        "token_table": f"results/token_kinds/{PLAN[wc.model].tokenizer_key}.npz",
+    }
 
 
 def summaries(suffix="json"):
-    return expand("results/summary/{model}/{dataset}.{suffix}", model=MODELS, dataset=DATASETS, suffix=suffix)
+    return [LAYOUT.summary(m, d, suffix) for m in MODELS for d in DATASETS]
 
 
 def table_inputs(wc):
@@ -161,14 +184,14 @@ def table_inputs(wc):
     return {
         "summaries": summaries() if table.summaries or table.resampled else [],
         "replicates": summaries("boot.npz") if table.resampled else [],
-        "tables": [f"results/tables/{name}.csv" for name in table.needs],
+        "tables": [f"{OUT}/tables/{name}.csv" for name in table.needs],
     }
 
 
 def figure_inputs(wc):
     figure = FIGURES[wc.figure]
     return {
-        "tables": [f"results/tables/{name}.csv" for name in figure.tables],
+        "tables": [f"{OUT}/tables/{name}.csv" for name in figure.tables],
         "hists": summaries("hist.npz") if figure.hists else [],
         "summaries": summaries() if figure.hists or figure.resampled else [],  # they verify both
         "replicates": summaries("boot.npz") if figure.resampled else [],

@@ -10,10 +10,11 @@ rule extract:
     input:
         unpack(extract_inputs),
     output:
-        ranks="results/ranks/{model}/{dataset}.npz",
-        meta="results/ranks/{model}/{dataset}.json",
+        ranks="results/ranks/{model}/{ranks}.npz",
+        meta="results/ranks/{model}/{ranks}.json",
     params:
-        identity=lambda wc: PLAN[wc.model].identity(wc.dataset).params(),
+        identity=lambda wc: PLAN[wc.model].identity(dataset(wc)).params(),
+        dataset=lambda wc, output: dataset(wc),
         job=lambda wc, output: PLAN[wc.model].job(),
     threads: lambda wc: runtime_setting(wc.model, "threads")
     resources:
@@ -21,9 +22,9 @@ rule extract:
         mem_mb=lambda wc: runtime_setting(wc.model, "mem_mb"),
         runtime=lambda wc: runtime_setting(wc.model, "runtime"),
     log:
-        "logs/extract/{model}/{dataset}.log",
+        "logs/extract/{model}/{ranks}.log",
     benchmark:
-        "results/benchmarks/extract/{model}/{dataset}.tsv"
+        "results/benchmarks/extract/{model}/{ranks}.tsv"
     conda:
         "../../envs/ml.yaml"
     script:

@@ -6,16 +6,16 @@ rule figure:
     input:
         unpack(figure_inputs),
     output:
-        png=report("results/figures/{figure}.png", caption="../report/figure.rst", category="Figures"),
-        pdf="results/figures/{figure}.pdf",
+        png=report(f"{OUT}/figures/{{figure}}.png", caption="../report/figure.rst", category="Figures"),
+        pdf=f"{OUT}/figures/{{figure}}.pdf",
     params:
         settings=lambda wc: figure_settings(config, wc.figure, DATASETS, MODELS),
         code=CODE["figure"],
         caption=lambda wc, output: FIGURES[wc.figure].caption,
     log:
-        "logs/figures/{figure}.log",
+        f"{OUT}/logs/figures/{{figure}}.log",
     benchmark:
-        "results/benchmarks/figures/{figure}.tsv"
+        f"{OUT}/benchmarks/figures/{{figure}}.tsv"
     conda:
         "../../envs/analysis.yaml"
     script:

@@ -4,14 +4,14 @@
 
 rule ladder_corpus:
     input:
-        evaluated=expand("results/corpus/{dataset}.jsonl", dataset=DATASETS),  # text the ladder must not see
+        evaluated=[LAYOUT.corpus(d) for d in DATASETS],  # text the ladder must not see
     output:
         f"{LADDER_DIR}/train_corpus.jsonl",
     params:
         specs=[corpus_params(spec) for spec in LADDER["corpus"]] if LADDER else [],  # in order: the text's
         names=lambda wc, output: [f"ladder.corpus[{i}]" for i in range(len(LADDER["corpus"]))] if LADDER else [],
     log:
-        "logs/ladder/corpus.log",
+        f"{LADDER_LOGS}/corpus.log",
     conda:
         "../../envs/ml.yaml"
     script:
@@ -28,7 +28,7 @@ rule ladder_tokenizer:
     params:
         vocab_size=LADDER["tokenizer"]["vocab_size"] if LADDER else 0,
     log:
-        "logs/ladder/tokenizer.log",
+        f"{LADDER_LOGS}/tokenizer.log",
     conda:
         "../../envs/ml.yaml"
     script:
@@ -56,9 +56,9 @@ rule ladder_train:
     priority: lambda wc: 1 if PLAN[wc.model].final else 0
     threads: LADDER["threads"] if LADDER else 1
     log:
-        "logs/ladder/train/{model}.log",
+        f"{LADDER_LOGS}/train/{{model}}.log",
     benchmark:
-        "results/benchmarks/ladder_train/{model}.tsv"
+        f"{LADDER_LOGS}/benchmarks/{{model}}.tsv"
     conda:
         "../../envs/ml.yaml"
     script:

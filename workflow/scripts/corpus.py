@@ -1,4 +1,4 @@
-"""Rule corpus: one dataset entry -> results/corpus/{dataset}.jsonl."""
+"""Rule corpus: one dataset entry -> results/corpus/<dataset>-<key>.jsonl (rankscale.layout)."""
 
 import sys
 
@@ -13,7 +13,7 @@ from rankscale.logs import setup_logging
 from rankscale.sources import load_corpus, provenance, resolve_revision
 
 log = setup_logging(snakemake.log[0])
-dataset = snakemake.wildcards.dataset
+dataset = snakemake.params.dataset
 spec = snakemake.params.spec
 resolved = resolve_revision(spec, f"datasets.{dataset}")
 docs, counts = load_corpus(spec, where=f"datasets.{dataset}", revision=resolved)

@@ -23,5 +23,5 @@ torch.set_num_threads(snakemake.threads)
 identity = RankIdentity.from_params(snakemake.params.identity)
 records = snakemake.input.get("downloads", [])
 downloads = [json.loads(open(path).read()) for path in ([records] if isinstance(records, str) else records)]
-arrays, meta = run(snakemake.params.job, identity, snakemake.wildcards.dataset, snakemake.input.tokens, downloads)
+arrays, meta = run(snakemake.params.job, identity, snakemake.params.dataset, snakemake.input.tokens, downloads)
 save_rank_arrays(arrays, snakemake.output.ranks, snakemake.output.meta, meta)

@@ -34,7 +34,7 @@ resampling = Resampling.for_dataset(
     corpus_meta["documents"],
     replicates=settings.replicates,
     seed=settings.seed,
-    dataset=snakemake.wildcards.dataset,
+    dataset=snakemake.params.dataset,
 )
 if resampling.n_units < 20:
     log.warning(

@@ -30,7 +30,7 @@ meta = {
     "tokenizer_key": snakemake.wildcards.tok,
     **token_file_hashes(tokenizer_fingerprint(tokenizer), sha256_file(snakemake.input.corpus)),
     "vocab_size": len(tokenizer),
-    "dataset": snakemake.wildcards.dataset,
+    "dataset": snakemake.params.dataset,
     "dataset_revision": json.loads(open(snakemake.input.corpus_meta).read())["resolved_revision"],
     "add_special_tokens": snakemake.params.add_special_tokens,
     **counts,
@@ -39,6 +39,6 @@ save_tokens(corpus, snakemake.output.tokens, meta)
 log.info(
     "%s / %s: %s",
     snakemake.wildcards.tok,
-    snakemake.wildcards.dataset,
+    snakemake.params.dataset,
     {k: v for k, v in counts.items() if k != "corpus_documents"},
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rankscale.canon import canonical, short_hash, text_key
@@ -61,6 +62,11 @@ def ladder_dir(config: Mapping[str, Any], validated: bool = False) -> str:
         "disjoint_from": {name: corpus_params(spec) for name, spec in config["datasets"].items()},
     }
     return f"{LADDER_ROOT}/{short_hash(TRAIN_FORMAT.params(key), 12)}"
+
+
+def ladder_tokenizer_key(ladder: str) -> str:
+    """`ladder-<ladder key>`: two ladders' tokenizers (so their token files) never share a name."""
+    return f"ladder-{Path(ladder).name}"
 
 
 def tokenizer_key(source: ModelSource) -> str:

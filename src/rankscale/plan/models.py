@@ -20,7 +20,7 @@ from rankscale.gguf import resolve as resolve_gguf
 from rankscale.identity import SETTING_KEYS
 from rankscale.models import ModelSource
 from rankscale.plan.checks import check_config, check_local_model, check_plans, check_windows, mark_checkpoints
-from rankscale.plan.keys import distinct_tokenizer_keys, ladder_dir, tokenizer_key
+from rankscale.plan.keys import distinct_tokenizer_keys, ladder_dir, ladder_tokenizer_key, tokenizer_key
 from rankscale.plan.types import RUNTIME_KEYS, ModelPlan, Runtime
 from rankscale.schedule import tokens_seen
 
@@ -79,7 +79,7 @@ def _source(
             local=True,
             tokenizer_local=True,
         )  # the tokenizer is the workflow's own output: local before it exists, so params never flip
-        return source, "ladder", (entry["seq_len"], f"ladder model {name!r} (ladder.train.seq_len)"), None
+        return source, ladder_tokenizer_key(ladder), (entry["seq_len"], f"ladder model {name!r} (ladder.train.seq_len)"), None
     common = {
         "name": name,
         "tokenizer": entry["tokenizer"],

@@ -57,10 +57,10 @@ class FigureData:
 
 @dataclass(frozen=True)
 class Figure:
-    name: str  # results/figures/<name>.png and .pdf
+    name: str  # results/<run>/figures/<name>.png and .pdf
     plot: Callable[[FigureData, Mapping[str, Any], Path], None]  # (data, settings, png path)
     caption: str  # reStructuredText, shown in the Snakemake report
-    tables: tuple[str, ...]  # results/tables/<name>.csv it reads
+    tables: tuple[str, ...]  # results/<run>/tables/<name>.csv it reads
     settings: tuple[str, ...] = ()  # keys of `figures:` it reads (changing one reruns this figure only)
     k_settings: tuple[str, ...] = ()  # those of `settings` that hold k values: they join the k grid
     hists: bool = False  # reads every model x dataset rank histogram

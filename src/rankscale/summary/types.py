@@ -167,7 +167,7 @@ class SummaryPaths:
 
     @classmethod
     def beside(cls, summary: str | Path) -> SummaryPaths:
-        """results/summary/<model>/<dataset>.json and its .hist.npz and .boot.npz."""
+        """results/summary/<model>/<dataset>-<key>.json and its .hist.npz and .boot.npz."""
         path = Path(summary)
         stem = path.name.removesuffix(".json")
         return cls(path, path.with_name(f"{stem}.hist.npz"), path.with_name(f"{stem}.boot.npz"))

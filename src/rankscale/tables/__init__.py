@@ -1,4 +1,4 @@
-"""The result tables (results/tables/<name>.csv), built from per model x dataset summaries.
+"""The result tables (results/<run>/tables/<name>.csv), built from per model x dataset summaries.
 
 Each module holds its tables' builders with their captions side by side and lists them in its
 `TABLES`; the `table` rule makes every table registered here, each in its own job, so changing

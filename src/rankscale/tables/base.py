@@ -89,7 +89,7 @@ class TableInputs:
 
 @dataclass(frozen=True)
 class Table:
-    name: str  # results/tables/<name>.csv
+    name: str  # results/<run>/tables/<name>.csv
     build: Callable[[TableInputs], pd.DataFrame]
     caption: str  # reStructuredText, shown in the Snakemake report
     needs: tuple[str, ...] = ()  # tables it is built from
