@@ -235,7 +235,7 @@ def run(work: Path, config: dict[str, object]) -> Path:
     path.write_text(yaml.safe_dump(config))
     result = snakemake(work, "--cores", "2", "--configfile", str(path), timeout=1200)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
-    return work / "results"
+    return work / "results" / path.stem  # the configuration's own directory, results/<run>/
 
 
 def assert_everything_built(results: Path) -> None:

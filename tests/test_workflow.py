@@ -180,7 +180,7 @@ def test_the_run_manifest_says_what_made_the_results(smoke_run):
     assert rules["ladder_train"]["jobs"] == len(config["ladder"]["sizes"]) and rules["table"]["jobs"] == len(TABLES)
     seconds = [float(line.split("\t")[0]) for path in (smoke_run / "results/benchmarks/extract").rglob("*.tsv")
                for line in path.read_text().splitlines()[1:]]  # fmt: skip
-    assert rules["extract"]["wall_s"] == round(sum(seconds), 1)
+    assert abs(rules["extract"]["wall_s"] - sum(seconds)) <= 0.05 + 1e-9  # rounded to 0.1 s, summed in its own order
     assert manifest["versions"]["torch"] and manifest["host"]["cpus"] >= 1
 
 

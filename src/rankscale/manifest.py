@@ -125,10 +125,9 @@ def write(manifest: Manifest, path: Path) -> bool:
 REPORTED = "results/default/manifest.json"  # the workflow sets its configuration's (common.smk)
 
 
-def report_fields(path: str | Path | None = None) -> dict[str, str | int | float]:
-    """The manifest flattened for the report's landing page (`snakemake --report-metadata`, one level only);
-    by default the manifest of the configuration the workflow was started with."""
-    path = Path(REPORTED if path is None else path)
+def report_fields(path: str | Path) -> dict[str, str | int | float]:
+    """The manifest flattened for the report's landing page (`snakemake --report-metadata`, one level only)."""
+    path = Path(path)
     if not path.is_file():
         return {"manifest": f"{path} does not exist yet (it is written when a run succeeds)"}
     data = json.loads(path.read_text())

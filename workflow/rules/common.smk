@@ -97,8 +97,6 @@ wildcard_constraints:
 
 
 def write_manifest():
-    from rankscale import manifest
-
     pairs = [(m, d) for m in MODELS for d in DATASETS]
     benchmarks = {
         "extract": [Path(LAYOUT.extract_benchmark(m, d)) for m, d in pairs],
@@ -110,7 +108,8 @@ def write_manifest():
     }
     sidecars = [Path(LAYOUT.ranks(m, d, "json")) for m, d in pairs]
     try:
-        manifest.write(manifest.build(config, Path(workflow.basedir), sidecars, benchmarks), Path(MANIFEST))
+        built = manifest_module.build(config, Path(workflow.basedir), sidecars, benchmarks)
+        manifest_module.write(built, Path(MANIFEST))
     except (OSError, ValueError) as exc:  # the run's results stand without it: say so, do not fail the run
         print(f"rankscale: could not write {MANIFEST}: {exc}", file=sys.stderr)
 
