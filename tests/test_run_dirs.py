@@ -82,7 +82,7 @@ def test_keys_follow_meaning_not_names() -> None:
 
 @pytest.mark.slow
 def test_a_second_configuration_keeps_the_first_ones_tables_and_files(smoke_run: Path, tmp_path: Path) -> None:
-    """The issue's case: after the smoke run, a study that defines `humaneval` with fewer documents and scores
+    """After the smoke run, a study that defines `humaneval` with fewer documents and scores
     two local models; then the smoke configuration again has nothing to do, and both sets of tables stand."""
     work = copy_run(smoke_run, tmp_path / "w")
     smoke = files(work, "config/smoke.yaml")

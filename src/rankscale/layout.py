@@ -122,8 +122,9 @@ def layout(
     corpus_keys = {d: _key(d, corpus_spec(config, d)) for d in datasets}
     special = config["tokenization"]["add_special_tokens"]
     toks = dict.fromkeys(plan.tokenizer_key for plan in plans.values())
+    sources = {tok: tokenize_source(plans, tok) for tok in toks}
     token_keys = {
-        (tok, d): _key(d, {"corpus": corpus_keys[d], "source": tokenize_source(plans, tok), "special": special})
+        (tok, d): _key(d, {"corpus": corpus_keys[d], "source": sources[tok], "special": special})
         for tok in toks
         for d in datasets
     }

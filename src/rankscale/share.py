@@ -71,10 +71,10 @@ class Stage:
 
 @dataclass
 class Restored:
-    """What `restore` found, by (model, dataset): arrays marked up to date, arrays left to recompute."""
+    """What `restore` found: arrays marked up to date (model, dataset), arrays left to recompute (path: why)."""
 
     verified: list[tuple[str, str]] = field(default_factory=list)
-    stale: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    stale: dict[str, list[str]] = field(default_factory=dict)
 
 
 def load_config(config_files: Sequence[str], root: Path = Path(".")) -> dict[str, Any]:
@@ -180,7 +180,7 @@ def check_arrays(plans: Mapping[str, ModelPlan], datasets: Sequence[str], root: 
             tokens_meta = json.loads(tokens_path.read_text()) if tokens_path.exists() else None
             problems = sidecar_mismatches(json.loads(meta_path.read_text()), plan, dataset, tokens_meta)
             if problems:
-                found.stale[(name, dataset)] = problems
+                found.stale[rank_paths(files, name, dataset)[0]] = problems
             else:
                 found.verified.append((name, dataset))
     return found
@@ -241,8 +241,8 @@ def restore(root: Path, config_files: Sequence[str]) -> Restored:
             raise ShareError(f"pulled data is incomplete, run `dvc pull` first; missing: {', '.join(missing)}")
         targets = [path for key in found.verified for path in rank_paths(files, *key)]
         run(snakemake(*targets, "--touch", "--forceall", "--cores", "1", "--quiet", *config_args(config_files)), root)
-    for key in found.stale:
-        for path in rank_paths(files, *key):
+    for npz in found.stale:
+        for path in (npz, str(Path(npz).with_suffix(".json"))):
             # older than its inputs, so Snakemake recomputes it; 1 s, not 0: Snakemake skips the age comparison for
             # an output time of 0 (a falsy value), and a pulled array has no metadata to be rerun by instead
             os.utime(root / path, (1, 1))
@@ -308,7 +308,7 @@ def migrate(root: Path, config_files: Sequence[str]) -> tuple[Migrated, Restored
                 done.left[str(old.relative_to(root))] = "; ".join(misplaced + stale)
             else:
                 done.moved += _move(
-                    root, [(old, files.ranks(name, d)), (old.with_suffix(".json"), files.ranks(name, d, "json"))]
+                    root, list(zip((old, old.with_suffix(".json")), rank_paths(files, name, d), strict=True))
                 )
     return done, restore(root, config_files)
 
@@ -361,11 +361,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{path}: left in place: {why}")
         else:
             found = restore(root, args.configfile)
-        files = configured(args.configfile, root)[2]
     except ShareError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"{len(found.verified)} rank arrays verified and marked up to date")
-    for (model, dataset), why in found.stale.items():
-        print(f"{files.ranks(model, dataset)}: will be recomputed: {'; '.join(why)}")
+    for path, why in found.stale.items():
+        print(f"{path}: will be recomputed: {'; '.join(why)}")
     return 0
