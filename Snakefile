@@ -14,15 +14,17 @@ if "datasets" not in config:
     configfile: "config/config.yaml"
 
 
-report: "workflow/report/workflow.rst"
-
-
 include: "workflow/rules/common.smk"
 include: "workflow/rules/corpus.smk"
 include: "workflow/rules/ladder.smk"
 include: "workflow/rules/extract.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/figures.smk"
+
+
+# The report opens on what the last successful run found and what produced it (results/<run>/report/landing.rst,
+# written with the manifest; common.smk)
+report: REPORT_PAGE
 
 
 # On a cluster only the heavy jobs are submitted (extract, ladder_train, ladder_tokenizer, gguf_convert): the
@@ -43,11 +45,14 @@ localrules:
 rule all:
     input:
         TABLE_FILES,
+        TABLE_PAGES,
         FIGURE_FILES,
     default_target: True
 
 
 onsuccess:
     # results/<run>/manifest.json: the commit, the configuration's digest, versions, host, devices and per-rule wall
-    # times behind these results (rankscale.manifest); rewritten only when it changes
+    # times behind these results (rankscale.manifest); rewritten only when it changes. Then the report's landing page
+    # from it and the tables (rankscale.report.landing)
     write_manifest()
+    write_landing()

@@ -87,7 +87,7 @@ def simulate_cell(V: np.ndarray, tau: float, sims: int, replicates: int, seed: i
     for _ in range(sims):
         y = truth + tau * rng.standard_normal(len(x)) + chol @ rng.standard_normal(len(x))
         reps = y + rng.standard_normal((replicates, len(x))) @ chol.T
-        V_hat = replicate_covariance(reps)
+        V_hat = replicate_covariance(y, reps)
         level = fit_size_level(X, y, V_hat, K, slope_c)
         assert level is not None
         zero += level.at_zero

@@ -17,7 +17,7 @@ import pytest
 from rankscale.bootstrap import interval, p_value, replicate_totals, resample_counts, spread_to_noise
 from rankscale.laws import FORMS, Points, PowerLaw, compare_forms, fit_power_law
 from rankscale.plots.common import FigureData
-from rankscale.plots.laws import fig_extrapolation
+from rankscale.plots.extrapolation import fig_extrapolation
 from rankscale.statistics import Totals
 from rankscale.tables import Replicates
 from rankscale.tables.laws import TWO_SIZES, contrasts_table, extrapolation_table, fits_table

@@ -15,7 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Annotation
 
 from rankscale.laws import FORMS
-from rankscale.plots import emergence, laws
+from rankscale.plots import emergence, extrapolation, laws
 from rankscale.plots.common import CLIPPED_LABEL, DEGENERATE_LABEL, FigureData, clipped_errorbar, save
 
 # figures that draw fitted laws without bands: the form of powerlaw_fits.csv, no replicates
@@ -209,10 +209,12 @@ def test_law_panel_legends_sit_under_their_panels(tmp_path, monkeypatch) -> None
     assert_legends_off_the_data(fig, png)
 
 
-def test_extrapolation_draws_a_point_whose_interval_leaves_the_log_axis(tmp_path, monkeypatch) -> None:
-    """Fig. 9 dropped a held-out point whose interval reached 0 (no place on log axes); now its bar is clipped
-    at the bottom edge and marked, and a zero-width interval is drawn hollow and ringed."""
-    figures = capture(monkeypatch, laws)
+def test_extrapolation_draws_each_relative_error_with_the_interval_that_judges_it(tmp_path, monkeypatch) -> None:
+    """Fig. 9 plots observed / predicted - 1 per held-out prediction against a zero line, its interval as observed /
+    bound - 1 (so it holds 0 exactly where the table says `covered`); a bound at 0 runs off the top edge, marked,
+    and a zero-width interval is drawn hollow and ringed. (It plotted predicted against observed on log axes,
+    where every point sat on the diagonal and the errors the table judges could not be seen.)"""
+    figures = capture(monkeypatch, extrapolation)
     table = pd.DataFrame(
         dict(
             family="f",
@@ -226,17 +228,26 @@ def test_extrapolation_draws_a_point_whose_interval_leaves_the_log_axis(tmp_path
             predicted_ci_low=[0.0, 0.3, 0.2],
             predicted_ci_high=[0.3, 0.3, 0.3],
             observed=[0.21, 0.29, 0.22],
+            covered=[True, False, True],
+            noise="documents",
         )
     )
     png = tmp_path / "fig9.png"
-    laws.fig_extrapolation(
+    extrapolation.fig_extrapolation(
         FigureData({"extrapolation": table}, ["d"], [], form=None, level=None, refits=None, seed=None, replicates=None),
         {},
         png,
     )
     ax = figures[0].axes[0]
-    assert [(a.xy[0], a.xy[1]) for a in edge_arrows(ax)] == [(0.21, 0.0)]
-    assert (drawn_y(ax) > 0).all()
-    labels = ax.get_legend().get_texts()
-    assert [t.get_text() for t in labels[-2:]] == [CLIPPED_LABEL, DEGENERATE_LABEL]
+    assert ax.get_yscale() == "linear" and ax.get_xscale() == "linear"
+    errors = {round(float(y), 9) for line in ax.lines for y in np.atleast_1d(line.get_ydata())}
+    assert {0.05, round(0.29 / 0.3 - 1, 9), -0.12, 0.0} <= errors  # the three errors and the zero line
+    # the covered point's bar: from 0.22 / 0.3 - 1 (upper bound) to 0.22 / 0.2 - 1 (lower), holding 0
+    bars = np.concatenate([np.asarray(c.get_segments())[:, :, 1] for c in ax.collections if c.get_segments()])
+    assert any(np.allclose(sorted(b), [0.22 / 0.3 - 1, 0.22 / 0.2 - 1]) for b in bars)
+    arrows = edge_arrows(ax)
+    assert [a.xy[1] for a in arrows] == [1.0]  # a lower bound of 0 is an unbounded error: off the top edge
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "interval excludes 0 (not covered)" in labels and labels[-2:] == [CLIPPED_LABEL, DEGENERATE_LABEL]
+    assert "documents" in ax.get_title()
     assert_legends_off_the_data(figures[0], png)

@@ -30,6 +30,7 @@ from rankscale.laws.random_effects import (
     size_matrix,
     t_interval,
     with_size_level,
+    without_rounding,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,6 +113,35 @@ def test_runs_of_one_size_share_one_deviation() -> None:
     assert new.shape == (4000,) and abs(np.corrcoef(new, honest[:, 0])[0, 1]) < 0.1
 
 
+def test_one_document_leaves_the_sizes_scatter_as_the_only_noise() -> None:
+    """V = 0 (one document: every replicate is the point) is singular at tau^2 = 0. REML then gives the OLS
+    residual variance and the df are M - p, the textbook OLS t interval; before, the singular V raised and the
+    law lost its size level."""
+    y = 1.0 - 0.05 * X[:, 1] + np.array([0.01, -0.02, 0.0, 0.015, -0.005, 0.004])
+    level = fit_size_level(X, y, replicate_covariance(y, np.tile(y, (50, 1))), size_matrix(range(6)), SLOPE)
+    residual = y - X @ (ols_map(X) @ y)
+    assert level is not None
+    assert level.tau2 == pytest.approx(float(residual @ residual) / 4, rel=1e-6)
+    assert level.df == pytest.approx(4.0, rel=1e-6)
+
+
+def test_deviations_below_rounding_are_zero_and_document_effects_are_kept() -> None:
+    """`without_rounding`: the last bits of a replicate (another CPU's sums) vanish; a deviation of 1e-7, the
+    smallest a document makes, and a non-finite replicate stay as they are. The bound is relative to |log y|
+    where that exceeds 1 (a log's own rounding grows with it): 1e-9 off 30 is rounding."""
+    point = np.array([-2.0, 0.5, 30.0])
+    eps = np.finfo(np.float64).eps
+    reps = np.array([
+        point * (1 + 4096 * eps),
+        point + np.array([1e-7, -1e-7, 30e-7]),
+        [np.nan, np.inf, 30.0 + 1e-9],
+    ])  # fmt: skip
+    cleaned = without_rounding(point, reps)
+    assert (cleaned[0] == point).all()
+    assert (cleaned[1] == reps[1]).all() and (cleaned[1] != point).all()
+    assert np.isnan(cleaned[2, 0]) and cleaned[2, 1] == np.inf and cleaned[2, 2] == 30.0
+
+
 def test_no_size_level_without_residual_degrees_of_freedom() -> None:
     V = correlated_V()[:2, :2]
     assert fit_size_level(X[:2], np.array([1.0, 0.9]), V, size_matrix(range(2)), SLOPE) is None
@@ -124,7 +154,7 @@ def test_the_replicates_percentile_interval_is_the_t_interval() -> None:
     rng = np.random.default_rng(4)
     y = 1.0 - 0.05 * X[:, 1] + 0.03 * rng.standard_normal(6) + np.linalg.cholesky(V) @ rng.standard_normal(6)
     reps = y + rng.standard_normal((40_000, 6)) @ np.linalg.cholesky(V).T
-    V_hat = replicate_covariance(reps)
+    V_hat = replicate_covariance(y, reps)
     level = fit_size_level(X, y, V_hat, K, SLOPE)
     assert level is not None and level.tau2 > 0 and 2 < level.df < 50
     honest, _ = with_size_level(y, reps, K, level, rng)

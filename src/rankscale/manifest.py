@@ -144,3 +144,18 @@ def report_fields(path: str | Path) -> dict[str, str | int | float]:
     for rule, times in data["rules"].items():
         fields[f"wall time: {rule}"] = f"{times['wall_s']:.1f} s in {times['jobs']} jobs"
     return fields
+
+
+def report_totals(path: str | Path) -> dict[str, int | float]:
+    """The manifest's totals for `snakemake --report-metadata`, which shows numbers only (text comes out as
+    docutils' parts); empty before any run, and a report without metadata opens on its rule graph instead."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text())
+    rules = data["rules"].values()
+    return {
+        "jobs timed": sum(int(r["jobs"]) for r in rules),
+        "wall time of those jobs, s": round(sum(float(r["wall_s"]) for r in rules), 1),
+        "rank arrays": sum(int(n) for n in data["devices"].values()),
+    }

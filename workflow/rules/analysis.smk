@@ -1,6 +1,6 @@
 # Cheap analysis, recomputable from rank arrays alone: per model x dataset summaries (totals on
 # the k grid, rank histogram, lognormal fit, N-token runs, per-document statistics and their
-# bootstrap replicates), then one job per table of rankscale.tables.TABLES.
+# bootstrap replicates), then one job per table of rankscale.tables.TABLES: its CSV and the page the report shows.
 
 
 rule summarize:
@@ -30,7 +30,15 @@ rule table:
     input:
         unpack(table_inputs),
     output:
-        report(f"{OUT}/tables/{{table}}.csv", caption="../report/table.rst", category="Tables"),
+        csv=f"{OUT}/tables/{{table}}.csv",
+        # the table as the report shows it: a sortable, searchable page made from the CSV (rankscale.report.pages)
+        page=reported(
+            f"{OUT}/report/tables/{{table}}.html",
+            caption="../report/table.rst",
+            category="Tables",
+            subcategory=lambda wc: subcategory(TABLES[wc.table].section),
+            labels=lambda wc: table_labels(wc.table, f"{OUT}/tables/{wc.table}.csv"),
+        ),
     params:
         settings=lambda wc: table_settings(config, wc.table),
         code=CODE["table"],

@@ -32,6 +32,9 @@ from rankscale.plan import (  # noqa: E402
     unpinned,
 )
 from rankscale.plots import FIGURES  # noqa: E402
+from rankscale.report import landing  # noqa: E402
+from rankscale.report.pages import labels as table_labels  # noqa: E402
+from rankscale.report.sections import subcategory  # noqa: E402
 from rankscale.tables import TABLES  # noqa: E402
 
 try:
@@ -73,6 +76,14 @@ OUT = LAYOUT.out  # results/<run>: this configuration's own outputs
 MANIFEST = f"{OUT}/manifest.json"
 manifest_module.REPORTED = MANIFEST  # what `--report` shows (workflow/report/metadata.yaml, in this process)
 TABLE_FILES = expand(f"{OUT}/tables/{{table}}.csv", table=TABLES)
+TABLE_PAGES = expand(f"{OUT}/report/tables/{{table}}.html", table=TABLES)  # the tables as the report shows them
+# The report: its landing page is written with the manifest when a run succeeds (rankscale.report.landing). Before
+# any run has succeeded there is nothing to report: outputs are not marked for it (Snakemake would stop at the
+# first missing one) and the report's one line says so (workflow/report/no_results.rst). --report-after-run
+# reports the run it follows.
+LANDING = Path(OUT, landing.LANDING).resolve()
+REPORTABLE = Path(MANIFEST).is_file() or "--report-after-run" in sys.argv
+REPORT_PAGE = str(LANDING) if LANDING.is_file() or "--report-after-run" in sys.argv else "workflow/report/no_results.rst"
 FIGURE_FILES = expand(f"{OUT}/figures/{{figure}}.{{ext}}", figure=FIGURES, ext=["png", "pdf"])
 LADDER_LOGS = f"logs/ladder/{Path(LADDER_DIR).name}"  # one ladder's logs and benchmarks beside another's
 
@@ -112,6 +123,23 @@ def write_manifest():
         manifest_module.write(built, Path(MANIFEST))
     except (OSError, ValueError) as exc:  # the run's results stand without it: say so, do not fail the run
         print(f"rankscale: could not write {MANIFEST}: {exc}", file=sys.stderr)
+
+
+def write_landing():
+    """The report's landing page, from the tables and the manifest just written; the results stand without it."""
+    try:
+        landing.write_landing(Path(OUT), float(config["analysis"]["bootstrap"]["level"]))
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"rankscale: could not write {LANDING}: {exc}", file=sys.stderr)
+
+
+if workflow.is_main_process and Path(MANIFEST).is_file() and any(a.startswith("--report") for a in sys.argv):
+    write_landing()  # as this code draws it, when a report is made (it is written with the manifest too, on success)
+
+
+def reported(path, **how):
+    """`path` marked for the report (`report(path, **how)`) once a run of this configuration has succeeded."""
+    return report(path, **how) if REPORTABLE else path
 
 
 def runtime_setting(model, key):

@@ -6,7 +6,14 @@ rule figure:
     input:
         unpack(figure_inputs),
     output:
-        png=report(f"{OUT}/figures/{{figure}}.png", caption="../report/figure.rst", category="Figures"),
+        # listed in the report under its analysis, by figure number and title (rankscale.plots.FIGURES)
+        png=reported(
+            f"{OUT}/figures/{{figure}}.png",
+            caption="../report/figure.rst",
+            category="Figures",
+            subcategory=lambda wc: FIGURES[wc.figure].subcategory,
+            labels=lambda wc: FIGURES[wc.figure].labels(),
+        ),
         pdf=f"{OUT}/figures/{{figure}}.pdf",
     params:
         settings=lambda wc: figure_settings(config, wc.figure, DATASETS, MODELS),

@@ -1,4 +1,5 @@
-"""Rule table: summaries, their bootstrap replicates and the tables it needs -> one table of rankscale.tables.TABLES."""
+"""Rule table: summaries, their bootstrap replicates and the tables it needs -> one table of rankscale.tables.TABLES
+(CSV), and the page the report shows it in (HTML)."""
 
 import sys
 
@@ -9,6 +10,7 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any en
 from pathlib import Path
 
 from rankscale.logs import setup_logging
+from rankscale.report.pages import write_page
 from rankscale.summary import SummaryPaths, load_replicates, read_summary
 from rankscale.tables import Replicates, TableSettings, build_table, read_table, write_table
 
@@ -25,5 +27,7 @@ replicates = (
 )
 settings = TableSettings.from_params(snakemake.params.settings)
 df = build_table(snakemake.wildcards.table, summaries, tables, settings, replicates)
-write_table(snakemake.wildcards.table, df, snakemake.output[0])  # with its header when it has no rows
+write_table(snakemake.wildcards.table, df, snakemake.output.csv)  # with its header when it has no rows
+# the report's page of it, made from the CSV as written (the source of truth)
+write_page(snakemake.wildcards.table, snakemake.output.csv, snakemake.output.page, snakemake.params.caption)
 log.info("%s: %d rows", snakemake.wildcards.table, len(df))

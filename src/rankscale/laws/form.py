@@ -66,6 +66,9 @@ class FitForm:
     exponent: str | None = "alpha"  # the parameter exponent contrasts compare (None: the form has none)
     bounds: dict[str, Bound] = field(default_factory=dict)  # parameters confined to a domain by the fit
     log_linear: bool = False  # log y is linear in the parameters (OLS): a contrast of two laws is the law of y1 / y2
+    # d log y-hat / d parameters [M, p] in closed form (columns less r2), where the form has one: `log_design` uses
+    # it instead of central differences, whose rounding (~eps / 1e-6 in log space) is CPU-dependent
+    log_jacobian: Callable[[FittedLaw, Points], np.ndarray] | None = None
 
     def predict(self, law: FittedLaw, points: Points) -> np.ndarray:
         return law.predict(points)

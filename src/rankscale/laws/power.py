@@ -73,6 +73,10 @@ class PowerLaw:
     def row(self) -> dict[str, float]:
         return {"alpha": self.alpha, "C": self.C, "r2": self.r2}
 
+    def log_jacobian(self, points: Points) -> np.ndarray:
+        """d log y / d (alpha, C) at every point, exactly: [-log S, 1 / C]."""
+        return np.stack([-np.log(points.S), np.full(len(points.S), 1.0 / self.C)], axis=1)
+
     def scaled(self, factor: float) -> PowerLaw:
         """factor * y(S): e.g. the law N C S^-alpha of -log RBP_k^N."""
         return PowerLaw(alpha=self.alpha, C=factor * self.C, r2=self.r2, n=self.n)
@@ -216,6 +220,7 @@ POWER_LAW = FitForm(
     predict_replicates=PowerLaw.predict_replicates,
     scaled=lambda law, factor: law.scaled(factor),
     log_linear=True,
+    log_jacobian=PowerLaw.log_jacobian,
 )
 OFFSET_POWER_LAW = FitForm(
     name="offset_power_law",

@@ -29,6 +29,12 @@ from rankscale.laws.form import FitForm, FittedLaw, Points
 
 MAX_DF = 1e6  # Satterthwaite degrees of freedom above this are Normal for every practical level
 MIN_DF = 1.0  # and below this are Cauchy-like; a degenerate covariance (an exact law) gets no fewer
+# A replicate of log y closer to the point than this (times max(1, |log y|)) is the same number computed another
+# way, not a document effect: float64 sums and logs of the same totals differ by a few ulps (2.2e-16 each) in an
+# order that depends on the CPU's kernels, and the t mixture multiplies a replicate's deviation by sqrt(g_b), up to
+# 1e4 with few degrees of freedom. A real document deviation is at least ~1e-7 (one of 1e6 documents changing a
+# mean by a tenth), so 1e-10 sits three orders of magnitude from both.
+ROUNDING = 1e-10
 
 
 @dataclass(frozen=True)
@@ -53,9 +59,20 @@ def size_matrix(groups: Sequence[object]) -> np.ndarray:
     return (labels[:, None] == labels[None, :]).astype(np.float64)
 
 
-def replicate_covariance(log_replicates: np.ndarray) -> np.ndarray:
-    """V: the covariance of the replicates [B, M] of log y (rows with a non-finite value left out)."""
-    rows = np.asarray(log_replicates, dtype=np.float64)
+def without_rounding(log_point: np.ndarray, log_replicates: np.ndarray) -> np.ndarray:
+    """Replicates [B, M] of log y with every deviation from the point below `ROUNDING` set to exactly zero, so a
+    noise-free replicate is the point on every CPU (non-finite values are kept)."""
+    point = np.asarray(log_point, dtype=np.float64)[None, :]
+    reps = np.asarray(log_replicates, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        small = np.abs(reps - point) <= ROUNDING * np.maximum(1.0, np.abs(point))
+    return np.where(small, point, reps)
+
+
+def replicate_covariance(log_point: np.ndarray, log_replicates: np.ndarray) -> np.ndarray:
+    """V: the covariance of the replicates [B, M] of log y (rows with a non-finite value left out; deviations from
+    the point below rounding are zero, `without_rounding`)."""
+    rows = without_rounding(log_point, log_replicates)
     rows = rows[np.isfinite(rows).all(axis=1)]
     if len(rows) < 2:
         raise ValueError("fewer than two finite bootstrap replicates: no document covariance")
@@ -101,8 +118,11 @@ def _residual_curve(taus: np.ndarray, L: np.ndarray, y: np.ndarray, V: np.ndarra
     z, LVL, LKL = L.T @ y, L.T @ V @ L, L.T @ K @ L
     A = LVL[None] + taus[:, None, None] * LKL[None]
     sign, logdet = np.linalg.slogdet(A)
-    quad = np.einsum("i,gi->g", z, np.linalg.solve(A, np.broadcast_to(z, (len(taus), len(z)))[..., None])[..., 0])
-    return np.where(sign > 0, -0.5 * (logdet + quad), -np.inf)
+    ok = sign > 0  # tau^2 = 0 with no document noise at all (a single document, an exact law) is singular
+    out = np.full(len(taus), -np.inf)
+    solved = np.linalg.solve(A[ok], np.broadcast_to(z, (int(ok.sum()), len(z)))[..., None])[..., 0]
+    out[ok] = -0.5 * (logdet[ok] + np.einsum("i,gi->g", z, solved))
+    return out
 
 
 def reml_information(tau2: float, X: np.ndarray, V: np.ndarray, K: np.ndarray) -> float:
@@ -222,9 +242,11 @@ class SizeDraws:
 
         Given g_b the deviation has covariance g_b (V + tau^2 K); mixed over g_b, any linear function of the
         points (the OLS exponent, a prediction) is Student's t on `df` with scale sqrt(c^T (V + tau^2 K) c): the
-        interval `t_interval` gives. A point with a non-finite value keeps it."""
+        interval `t_interval` gives. A point with a non-finite value keeps it. A deviation below rounding is zero
+        (`without_rounding`): sqrt(g_b) would otherwise carry a CPU's last bits into the interval."""
         n = len(log_replicates)
-        return log_point[None, :] + self.scale[:n, None] * ((log_replicates - log_point[None, :]) + self.deviations[:n])
+        documents = without_rounding(log_point, log_replicates) - log_point[None, :]
+        return log_point[None, :] + self.scale[:n, None] * (documents + self.deviations[:n])
 
     def shift_parameters(self, theta: np.ndarray, refitted: np.ndarray, H: np.ndarray) -> np.ndarray:
         """A form without a closed form, refitted on the document replicates ([n, p] beside its fit theta [p]): the
@@ -249,8 +271,8 @@ def with_size_level(
 def log_design(form: FitForm, law: FittedLaw, points: Points) -> tuple[np.ndarray, list[str]]:
     """X: the Jacobian of log y-hat in the law's parameters at the fit ([M, p]), and the parameters' names.
 
-    For the power law its columns span [1, log S] exactly (log y = log C - alpha log S); for the other forms it is
-    the linearisation at the fit. Central differences, one-sided where a step would leave a bounded domain. A
+    For the power law it is exact ([-log S, 1 / C], spanning [1, log S]: log y = log C - alpha log S); for the
+    other forms it is the linearisation at the fit. Central differences, one-sided where a step would leave a bounded domain. A
     parameter at a bound of its domain in the fit (a floor E at 0) is an active constraint: held there, it gets
     no column (its free direction would be read as uncertainty the constrained fit does not have)."""
     row = {**law.row()}
@@ -259,6 +281,8 @@ def log_design(form: FitForm, law: FittedLaw, points: Points) -> tuple[np.ndarra
     names = [
         n for n in form.columns if n != "r2" and not (n in form.bounds and form.bounds[n].reached(row[n], level_of_y))
     ]
+    if form.log_jacobian is not None and len(names) == len(form.columns) - 1:  # no parameter held at a bound
+        return form.log_jacobian(law, points), names
     columns = []
     for name in names:
         value = float(row[name])

@@ -20,6 +20,7 @@ from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
 from rankscale.atomic import atomic_path  # noqa: E402
 from rankscale.laws import FitForm  # noqa: E402
+from rankscale.report.sections import subcategory  # noqa: E402
 from rankscale.tables import Replicates  # noqa: E402
 
 S_LABEL = "non-embedding parameters $S$"
@@ -61,10 +62,24 @@ class Figure:
     plot: Callable[[FigureData, Mapping[str, Any], Path], None]  # (data, settings, png path)
     caption: str  # reStructuredText, shown in the Snakemake report
     tables: tuple[str, ...]  # results/<run>/tables/<name>.csv it reads
+    section: str  # the analysis the report lists it under (rankscale.report.sections)
+    number: str  # its figure number ("8b"): the report lists a section's figures in this order
+    title: str  # a few words, shown beside the number in the report's list (no braces: Snakemake expands them)
     settings: tuple[str, ...] = ()  # keys of `figures:` it reads (changing one reruns this figure only)
     k_settings: tuple[str, ...] = ()  # those of `settings` that hold k values: they join the k grid
     hists: bool = False  # reads every model x dataset rank histogram
     resampled: bool = False  # reads every summary and its bootstrap replicates (bands, intervals)
+
+    @property
+    def subcategory(self) -> str:
+        """The report's subcategory: the figure's section, numbered in paper order."""
+        return subcategory(self.section)
+
+    def labels(self) -> dict[str, str]:
+        """The report's entry for it: number and title, so entries read and sort in paper order. One label only:
+        Snakemake's report turns a second label with two values, each on half the entries (two figures with two
+        titles), into a toggle between them, which fails to open either."""
+        return {"figure": f"Fig. {self.number}: {self.title}"}
 
     @property
     def reads_fits(self) -> bool:

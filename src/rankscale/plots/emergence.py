@@ -22,6 +22,7 @@ from rankscale.plots.common import (
     save,
 )
 from rankscale.plots.laws import readable_log_ticks
+from rankscale.report.sections import EMERGENCE
 from rankscale.tables import LawKey, finals, select
 from rankscale.tables.selection import n_sizes
 
@@ -138,6 +139,9 @@ def fig_emergence_probability(data: FigureData, settings: Mapping[str, Any], png
 FIGURES = [
     Figure(
         name="fig7_emergence",
+        section=EMERGENCE,
+        number="7",
+        title="−log p(N, k) against S",
         plot=fig_emergence,
         tables=("emergence", "powerlaw_fits"),
         caption=(
@@ -156,6 +160,9 @@ FIGURES = [
     ),
     Figure(
         name="fig7b_emergence_probability",
+        section=EMERGENCE,
+        number="7b",
+        title="N-run rate against S",
         plot=fig_emergence_probability,
         tables=("emergence", "powerlaw_fits"),
         settings=("emergence_extrapolate",),

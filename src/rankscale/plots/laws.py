@@ -1,5 +1,5 @@
 """Figures of the scaling laws: a metric against S with its fit and intervals (paper Figs. 3-6, 8a; Fig. 14,
-cross-entropy in bits per byte), and the out-of-sample test of the laws (Fig. 9)."""
+cross-entropy in bits per byte). The out-of-sample test of the laws (Fig. 9) is `plots.extrapolation`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from matplotlib import ticker
 
 from rankscale.bootstrap import interval
 from rankscale.laws import Points
-from rankscale.metrics import METRICS, metric_for_law
+from rankscale.metrics import metric_for_law
 from rankscale.plots.common import (
     CLIP_NOTE,
     S_LABEL,
@@ -28,6 +28,7 @@ from rankscale.plots.common import (
     panel_note,
     save,
 )
+from rankscale.report.sections import BITS_PER_BYTE, K_AXIS, LAWS
 from rankscale.tables import LawKey, select
 from rankscale.tables.laws import LawRefits
 from rankscale.tables.selection import LawFit, n_sizes, single_size, without_notes
@@ -282,58 +283,13 @@ def fig_bits_per_byte(data: FigureData, settings: Mapping[str, Any], png: Path) 
     save(fig, png)
 
 
-EXTRAPOLATION_COLUMNS = ["metric", "k", "predicted", "predicted_ci_low", "predicted_ci_high", "observed"]
-
-
-def fig_extrapolation(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
-    """Held-out sizes: the value predicted by the law fitted without them (with interval) against the observed."""
-    table = without_notes(data.tables["extrapolation"])  # note rows: families with nothing to hold out
-    fig, axes = grid(1, len(data.datasets), w=4.8, h=4.4)
-    markers = {1: "o", 2: "^"}
-    for j, dataset in enumerate(data.datasets):
-        ax = axes[0, j]
-        sel = table[table["dataset"] == dataset] if len(table) else pd.DataFrame(columns=EXTRAPOLATION_COLUMNS)
-        # a point needs a positive prediction and observation to sit on log axes (a bound that cannot is clipped)
-        drawable = sel[["predicted", "observed"]].gt(0).all(axis=1) if len(sel) else pd.Series(dtype=bool)
-        sel = sel[drawable]
-        if len(sel):
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-        labels = [
-            (m, None if pd.isna(k) else int(k))
-            for m, k in sel[["metric", "k"]].drop_duplicates().itertuples(index=False)
-        ]
-        for c, (metric, k) in enumerate(labels):
-            rows = select(sel, metric=metric, k=k)
-            for n_out, part in rows.groupby(rows["n_fit"].rank(method="dense", ascending=False).astype(int)):
-                low, high = (part[f"predicted_ci_{end}"].to_numpy(float) for end in ("low", "high"))
-                clipped_errorbar(ax, part["observed"], part["predicted"], low, high, marker=markers.get(n_out, "s"),
-                                 color=cycle_color(c), ms=5)  # fmt: skip
-            ax.plot([], [], "o", color=cycle_color(c), label=METRICS[metric].axis_label(k, law=False))
-        if len(sel):
-            values = sel[EXTRAPOLATION_COLUMNS[2:]].to_numpy(float)
-            values = values[np.isfinite(values) & (values > 0)]  # the bounds that sit on the axes
-            lo, hi = float(values.min()) * 0.9, float(values.max()) * 1.1
-            ax.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="predicted = observed")
-            readable_log_ticks(ax, "x")
-            readable_log_ticks(ax, "y")
-        else:  # every family has fewer than three sizes here (extrapolation.csv's notes)
-            panel_note(ax, f"{dataset}: too few sizes to hold one out", blank=True)
-            continue
-        for n_out, marker in markers.items():
-            ax.plot([], [], marker, color="0.4", label=f"the {'largest' if n_out == 1 else 'two largest'} held out")
-        ax.set_xlabel("observed at the held-out size")
-        ax.set_ylabel("predicted by the law fitted without it")
-        ax.set_title(dataset)
-        legend_below(ax, fontsize=7, ncol=2)
-        ax.grid(True, which="both", alpha=0.3)
-    save(fig, png)
-
-
 LAW_TABLES = ("metrics", "powerlaw_fits")
 FIGURES = [
     Figure(
         name="fig3_rbp1",
+        section=LAWS,
+        number="3",
+        title="−log RBP₁ against S",
         plot=fig_rbp1,
         tables=LAW_TABLES,
         resampled=True,
@@ -345,6 +301,9 @@ FIGURES = [
     ),
     Figure(
         name="fig4_rbp_k",
+        section=K_AXIS,
+        number="4",
+        title="−log RBP_k against S",
         plot=fig_rbp_k,
         tables=LAW_TABLES,
         settings=("rbp_k",),
@@ -357,6 +316,9 @@ FIGURES = [
     ),
     Figure(
         name="fig5_large_k",
+        section=K_AXIS,
+        number="5",
+        title="−log RBP_k at large k",
         plot=fig_large_k,
         tables=LAW_TABLES,
         settings=("large_k",),
@@ -370,6 +332,9 @@ FIGURES = [
     ),
     Figure(
         name="fig6_r2_alpha_vs_k",
+        section=K_AXIS,
+        number="6",
+        title="R² and alpha against k",
         plot=fig_r2_alpha,
         tables=("powerlaw_fits",),
         settings=("snr_threshold",),
@@ -384,6 +349,9 @@ FIGURES = [
     ),
     Figure(
         name="fig8a_ce_vs_rbp1",
+        section=LAWS,
+        number="8a",
+        title="Cross-entropy and −log RBP₁ against S",
         plot=fig_ce_vs_rbp1,
         tables=LAW_TABLES,
         resampled=True,
@@ -394,19 +362,10 @@ FIGURES = [
         ),
     ),
     Figure(
-        name="fig9_extrapolation",
-        plot=fig_extrapolation,
-        tables=("extrapolation",),
-        caption=(
-            "Out-of-sample test of the laws: the power law fitted without the largest size (circles) or the "
-            "two largest (triangles) predicts each held-out size's RBP_k and cross-entropy; error bars are the "
-            "percentile intervals of the predictions of the law refitted on every bootstrap replicate. Points "
-            "on the dashed line were predicted exactly (extrapolation.csv). A dataset where no family has three "
-            "sizes says so instead. " + CLIP_NOTE
-        ),
-    ),
-    Figure(
         name="fig14_bits_per_byte",
+        section=BITS_PER_BYTE,
+        number="14",
+        title="Bits per byte against S",
         plot=fig_bits_per_byte,
         tables=LAW_TABLES,
         resampled=True,

@@ -25,6 +25,7 @@ from rankscale.plots.common import (
 )
 from rankscale.plots.laws import draw_law, readable_log_ticks
 from rankscale.rankdist import FAMILIES
+from rankscale.report.sections import LOGNORMAL
 from rankscale.tables import LawKey, finals, select
 
 NOT_IDENTIFIED_NOTE = "no identified lognormal (a parameter at a bound, or none fitted), left out: "
@@ -255,6 +256,9 @@ def fig_rank_histogram(data: FigureData, settings: Mapping[str, Any], png: Path)
 FIGURES = [
     Figure(
         name="fig8b_derived_laws",
+        section=LOGNORMAL,
+        number="8b",
+        title="Laws derived from the lognormal",
         plot=fig_derived_laws,
         tables=("metrics", "powerlaw_fits", "exponent_contrasts"),
         resampled=True,
@@ -273,6 +277,9 @@ FIGURES = [
     ),
     Figure(
         name="fig8c_mu_sigma",
+        section=LOGNORMAL,
+        number="8c",
+        title="mu/sigma of the rank lognormal against S",
         plot=fig_mu_sigma,
         tables=("conjecture", "lognormal_trends"),
         caption=(
@@ -286,6 +293,9 @@ FIGURES = [
     ),
     Figure(
         name="fig8d_ce_decomposition",
+        section=LOGNORMAL,
+        number="8d",
+        title="Cross-entropy decomposed",
         plot=fig_decomposition,
         tables=("conjecture", "powerlaw_fits"),
         caption=(
@@ -300,6 +310,9 @@ FIGURES = [
     ),
     Figure(
         name="fig8e_rank_histogram",
+        section=LOGNORMAL,
+        number="8e",
+        title="Rank distributions",
         plot=fig_rank_histogram,
         tables=("lognormal_fits", "rank_distribution_tests"),
         hists=True,

@@ -13,6 +13,7 @@ from rankscale.bootstrap import has_replicas, interval
 from rankscale.laws import Points
 from rankscale.plots.common import S_LABEL, Figure, FigureData, cycle_color, grid, legend_below, save
 from rankscale.plots.laws import readable_log_ticks
+from rankscale.report.sections import SEEDS
 from rankscale.tables import LawKey, select
 from rankscale.tables.laws import LawRefits
 from rankscale.tables.selection import optional_int
@@ -93,6 +94,9 @@ def fig_seeds(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
 FIGURES = [
     Figure(
         name="fig12_seeds",
+        section=SEEDS,
+        number="12",
+        title="Training-run noise across seeds",
         plot=fig_seeds,
         tables=("metrics", "powerlaw_fits", "seed_fits"),
         resampled=True,

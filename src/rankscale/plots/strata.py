@@ -32,6 +32,7 @@ from rankscale.plots.common import (
 )
 from rankscale.plots.laws import readable_log_ticks
 from rankscale.plots.lognormal import nothing_to_draw, say_left_out
+from rankscale.report.sections import STRATA
 from rankscale.tables import finals, select
 from rankscale.tables.selection import ONE_SIZE, n_sizes, without_notes
 
@@ -277,6 +278,9 @@ def fig_frequency(data: FigureData, settings: Mapping[str, Any], png: Path) -> N
 FIGURES = [
     Figure(
         name="fig13_strata",
+        section=STRATA,
+        number="13",
+        title="Exponent of each stratum",
         plot=fig_strata,
         tables=("strata_fits",),
         caption=(
@@ -294,6 +298,9 @@ FIGURES = [
     ),
     Figure(
         name="fig13b_frequency",
+        section=STRATA,
+        number="13b",
+        title="−log RBP₁ by target frequency",
         plot=fig_frequency,
         tables=("strata", "strata_fits"),
         caption=(

@@ -22,6 +22,7 @@ from rankscale.plots.common import (
     save,
 )
 from rankscale.plots.laws import readable_log_ticks
+from rankscale.report.sections import TRAINING_TOKENS
 from rankscale.tables import select
 
 D_LABEL = "training tokens $D$"
@@ -136,6 +137,9 @@ def fig_compute_frontier(data: FigureData, settings: Mapping[str, Any], png: Pat
 FIGURES = [
     Figure(
         name="fig10_rbp_vs_tokens",
+        section=TRAINING_TOKENS,
+        number="10",
+        title="Against training tokens D",
         plot=fig_tokens,
         tables=("metrics", "data_fits"),
         caption=(
@@ -147,6 +151,9 @@ FIGURES = [
     ),
     Figure(
         name="fig11_compute_frontier",
+        section=TRAINING_TOKENS,
+        number="11",
+        title="Compute frontier",
         plot=fig_compute_frontier,
         tables=("metrics", "joint_fits"),
         caption=(

@@ -12,6 +12,7 @@ import pandas as pd
 from rankscale.bootstrap import p_value
 from rankscale.laws import FitForm, FittedLaw
 from rankscale.metrics import METRICS
+from rankscale.report.sections import LAWS
 from rankscale.tables.base import Replicates, Table, interval_columns, rows_frame, typed, with_intervals
 from rankscale.tables.laws import LAW_SETTINGS, LawRefits, between_family_rows, law_form
 from rankscale.tables.selection import FitIndex, LawKey, finals, note_last, optional_int, single_size
@@ -110,6 +111,7 @@ def _cross_family_row(
 TABLES = [
     Table(
         name="cross_family",
+        section=LAWS,
         build=lambda inputs: cross_family_table(
             inputs.tables["metrics"],
             inputs.tables["powerlaw_fits"],

@@ -13,6 +13,7 @@ import pandas as pd
 from rankscale.laws import ols
 from rankscale.metrics import METRICS
 from rankscale.rankdist import FAMILIES, bound_note
+from rankscale.report import sections
 from rankscale.statistics import TOKENS
 from rankscale.summary import RankTest, Summary
 from rankscale.tables.base import Replicates, Table, optional_columns, with_intervals
@@ -186,6 +187,7 @@ def finals_of(summaries: Iterable[Summary]) -> list[Summary]:
 TABLES = [
     Table(
         name="lognormal_fits",
+        section=sections.LOGNORMAL,
         build=lambda inputs: lognormal_table(inputs.summaries),
         caption=(
             "Discrete truncated lognormal fits of the rank distribution, per model and dataset, by "
@@ -199,6 +201,7 @@ TABLES = [
     ),
     Table(
         name="conjecture",
+        section=sections.LOGNORMAL,
         build=lambda inputs: conjecture_table(inputs.summaries, inputs.needed(), inputs.level),
         resampled=True,
         settings=("level",),
@@ -217,6 +220,7 @@ TABLES = [
     ),
     Table(
         name="rank_distribution_tests",
+        section=sections.LOGNORMAL,
         build=lambda inputs: rank_tests_table(inputs.summaries, inputs.needed(), inputs.level),
         resampled=True,
         settings=("level",),
@@ -235,6 +239,7 @@ TABLES = [
     ),
     Table(
         name="lognormal_trends",
+        section=sections.LOGNORMAL,
         build=lambda inputs: lognormal_trends_table(
             finals_of(inputs.summaries), inputs.needed(), inputs.level, inputs.settings.get("seed")
         ),

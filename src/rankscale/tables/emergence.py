@@ -13,6 +13,7 @@ from rankscale.bootstrap import interval
 from rankscale.conjecture import markov_run_rate
 from rankscale.laws import FitForm, Points
 from rankscale.metrics import METRICS
+from rankscale.report.sections import EMERGENCE
 from rankscale.statistics import PAIRS_BOTH_HIT, PAIRS_PREV_HIT, RUN_HITS, RUN_WINDOWS
 from rankscale.summary import Summary
 from rankscale.tables.base import Replicates, Table, TableInputs, interval_columns, rows_frame, typed, with_intervals
@@ -169,6 +170,7 @@ def _form(inputs: TableInputs) -> FitForm:
 TABLES = [
     Table(
         name="emergence",
+        section=EMERGENCE,
         build=lambda inputs: emergence_table(
             inputs.summaries, inputs.tables["powerlaw_fits"], inputs.replicates, inputs.level, _form(inputs)
         ),
@@ -186,6 +188,7 @@ TABLES = [
     ),
     Table(
         name="emergence_laws",
+        section=EMERGENCE,
         build=lambda inputs: emergence_laws_table(
             finals_of(inputs.summaries),
             inputs.tables["powerlaw_fits"],

@@ -19,6 +19,7 @@ import pandas as pd
 from rankscale.laws import FitForm, Points
 from rankscale.laws.random_effects import MIN_DF, log_design, ols_map, size_matrix, t_interval, t_p_value
 from rankscale.metrics import METRICS
+from rankscale.report.sections import LAWS
 from rankscale.tables.base import Replicates, Table, rows_frame, typed
 from rankscale.tables.laws import GROUP, LAW_SETTINGS, between_family_rows, law_form
 from rankscale.tables.noise import Noise, law_replicates, size_level_of
@@ -111,6 +112,7 @@ def _contrast(a: FamilyExponent | str, b: FamilyExponent | str, level: float) ->
 TABLES = [
     Table(
         name="family_contrasts",
+        section=LAWS,
         build=lambda inputs: family_contrasts_table(
             inputs.tables["metrics"],
             inputs.tables["powerlaw_fits"],

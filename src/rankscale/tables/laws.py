@@ -18,6 +18,7 @@ from rankscale.bootstrap import interval, p_value, spread_to_noise
 from rankscale.laws import FORMS, FitForm, FittedLaw, Points, compare_forms
 from rankscale.laws.random_effects import SizeLevel, log_design, ols_map, satterthwaite, size_matrix, t_interval
 from rankscale.metrics import METRICS, Metric
+from rankscale.report.sections import LAWS, OUT_OF_SAMPLE
 from rankscale.tables.base import Replicates, Table, TableInputs, law_parameters, rows_frame, typed
 from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_noise, law_replicates, size_level_of
 from rankscale.tables.selection import (
@@ -438,6 +439,7 @@ LAW_SETTINGS = ("level", "law_form", "refits", "seed")
 TABLES = [
     Table(
         name="powerlaw_fits",
+        section=LAWS,
         build=lambda inputs: fits_table(
             finals(inputs.tables["metrics"]),
             law_form(inputs),
@@ -472,6 +474,7 @@ TABLES = [
     ),
     Table(
         name="exponent_contrasts",
+        section=LAWS,
         build=lambda inputs: contrasts_table(
             finals(inputs.tables["metrics"]),
             _fits(inputs),
@@ -499,6 +502,7 @@ TABLES = [
     ),
     Table(
         name="extrapolation",
+        section=OUT_OF_SAMPLE,
         build=lambda inputs: extrapolation_table(
             finals(inputs.tables["metrics"]),
             inputs.needed(),
@@ -526,6 +530,7 @@ TABLES = [
     ),
     Table(
         name="form_comparison",
+        section=LAWS,
         build=lambda inputs: form_comparison_table(
             finals(inputs.tables["metrics"]), inputs.settings.get("forms"), inputs.settings.get("law_k")
         ),

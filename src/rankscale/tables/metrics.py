@@ -11,6 +11,7 @@ import pandas as pd
 
 from rankscale.bootstrap import interval
 from rankscale.metrics import METRICS
+from rankscale.report.sections import LAWS
 from rankscale.summary import Summary
 from rankscale.tables.base import Replicates, Table, optional_columns, typed
 
@@ -41,6 +42,7 @@ def metrics_table(summaries: Iterable[Summary], replicates: Replicates | None, l
 TABLES = [
     Table(
         name="metrics",
+        section=LAWS,
         build=lambda inputs: metrics_table(inputs.summaries, inputs.replicates, inputs.level),
         resampled=True,
         settings=("level",),

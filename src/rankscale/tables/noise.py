@@ -182,7 +182,7 @@ def size_level_of(
     contrast = np.zeros(len(names))
     contrast[names.index(form.exponent) if form.exponent in names else 0] = 1.0
     try:
-        V = replicate_covariance(log_reps)
+        V = replicate_covariance(log_y, log_reps)
         return fit_size_level(X, log_y, V, size_matrix(groups), contrast)
     except (ValueError, np.linalg.LinAlgError):
         return None
@@ -206,7 +206,7 @@ def line_with_sizes(
     level and replicates [B, M] that carry it (the `samples` themselves where no scatter can be estimated)."""
     X = np.stack([np.ones_like(x), x], axis=1)
     try:
-        level = fit_size_level(X, y, replicate_covariance(samples), size_matrix(groups), np.array([0.0, 1.0]))
+        level = fit_size_level(X, y, replicate_covariance(y, samples), size_matrix(groups), np.array([0.0, 1.0]))
     except (ValueError, np.linalg.LinAlgError):
         level = None
     if level is None:

@@ -19,6 +19,7 @@ import pandas as pd
 from rankscale.bootstrap import has_replicas, seed_draws
 from rankscale.laws import FitForm, Points
 from rankscale.metrics import METRICS
+from rankscale.report.sections import SEEDS
 from rankscale.tables.base import (
     Replicates,
     Table,
@@ -161,6 +162,7 @@ def _seed(inputs: TableInputs) -> int:
 TABLES = [
     Table(
         name="seed_variance",
+        section=SEEDS,
         build=lambda inputs: seed_variance_table(
             inputs.tables["metrics"], inputs.needed(), inputs.settings.get("law_k"), inputs.level, _seed(inputs)
         ),
@@ -180,6 +182,7 @@ TABLES = [
     ),
     Table(
         name="seed_fits",
+        section=SEEDS,
         build=lambda inputs: seed_fits_table(
             inputs.tables["metrics"],
             inputs.tables["powerlaw_fits"],

@@ -17,6 +17,7 @@ import pandas as pd
 from rankscale.bootstrap import interval
 from rankscale.laws import FitForm, FittedLaw, Points
 from rankscale.metrics import METRICS
+from rankscale.report import sections
 from rankscale.statistics import STRATA_TOKENS, TOKENS, stratum_totals
 from rankscale.strata import STRATA
 from rankscale.summary import MODEL_COLUMNS, Summary
@@ -173,6 +174,7 @@ def _settings(inputs: TableInputs) -> tuple[FitForm, Replicates, float, int, int
 TABLES = [
     Table(
         name="strata",
+        section=sections.STRATA,
         build=lambda inputs: strata_table(inputs.summaries, inputs.needed(), inputs.level),
         resampled=True,
         settings=("level",),
@@ -187,6 +189,7 @@ TABLES = [
     ),
     Table(
         name="strata_fits",
+        section=sections.STRATA,
         build=lambda inputs: strata_fits_table(inputs.summaries, *_settings(inputs)),
         resampled=True,
         settings=LAW_SETTINGS,
@@ -199,6 +202,7 @@ TABLES = [
     ),
     Table(
         name="strata_contrasts",
+        section=sections.STRATA,
         build=lambda inputs: strata_contrasts_table(inputs.summaries, *_settings(inputs)),
         resampled=True,
         settings=LAW_SETTINGS,

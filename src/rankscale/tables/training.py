@@ -10,6 +10,7 @@ import pandas as pd
 
 from rankscale.laws import FORMS, FitForm, FittedLaw, Points, PowerLaw, fit_power_law
 from rankscale.metrics import METRICS
+from rankscale.report.sections import TRAINING_TOKENS
 from rankscale.tables.base import Replicates, Table, interval_columns, law_parameters, rows_frame, typed, with_intervals
 from rankscale.tables.laws import GROUP, fit_or_note
 from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_replicates
@@ -132,6 +133,7 @@ def joint_fits_table(
 TABLES = [
     Table(
         name="data_fits",
+        section=TRAINING_TOKENS,
         build=lambda inputs: data_fits_table(
             inputs.tables["metrics"], inputs.needed(), inputs.settings.get("law_k"), inputs.level
         ),
@@ -150,6 +152,7 @@ TABLES = [
     ),
     Table(
         name="joint_fits",
+        section=TRAINING_TOKENS,
         build=lambda inputs: joint_fits_table(
             inputs.tables["metrics"],
             inputs.needed(),
@@ -171,7 +174,7 @@ TABLES = [
             "largest size at its largest D predicts that point; ``rmse_log``: the fit's error in log space. "
             "``not_identified``: parameters at a bound of their domain (E, A, B >= 0; exponents in [0, 5]) in the fit "
             "or in most refits, which the data cannot identify (another fit reaches the same loss elsewhere): their "
-            "intervals are left empty rather than reported as a point."
+            "intervals are left empty rather than reported as a point. Empty when no model declares D."
         ),
     ),
 ]

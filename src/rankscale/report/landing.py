@@ -1,0 +1,244 @@
+"""The report's landing page: what the run found, then the manifest of what produced it.
+
+Snakemake's report opens on the workflow's description (the `report:` directive: Jinja, then reStructuredText).
+Its `--report-metadata` cannot carry text (Snakemake 9 renders each string value into its docutils parts,
+shown as WHOLE / ENCODING / ERRORS / VERSION blocks), so the landing page is a description of its own: written
+beside the manifest when a run succeeds (Snakefile `onsuccess`), from the tables and the manifest, and named by
+the `report:` directive (workflow/report/no_results.rst until a run has succeeded). Numbers are shown at three
+significant digits; the tables hold every digit.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from rankscale.atomic import atomic_path
+from rankscale.manifest import report_fields
+from rankscale.tables.base import read_table
+
+LANDING = "report/landing.rst"  # under results/<run>/
+ANCHOR = "rankscale-landing"  # the id of the page's root element (its style is scoped to it)
+
+DESCRIPTION = """\
+rankscale measures how language models rank the correct next token and how that ranking scales with model size S
+(non-embedding parameters), after "Relative-Based Scaling Law for Neural Language Models" (arXiv 2510.20387).
+RBP_k is the fraction of scored tokens whose rank is at most k (RBP_1: greedy-decoding accuracy); CE is the
+cross-entropy. Each law ``-log RBP_k = C S^-alpha`` (and CE's) is fitted per model family and dataset in
+log-log space.
+"""
+
+STYLE = f"""
+div.items-center:has(#{ANCHOR}) {{ align-items: flex-start; }}
+ul > .prose:has(#{ANCHOR}) {{ max-width: 64rem; }}
+ul:has(#{ANCHOR}) > li {{ display: inline-block; padding: 0 0.2rem; font-size: 0.85rem; color: #334155; }}
+ul:has(#{ANCHOR}) > li.uppercase {{ text-transform: none; font-weight: 600; margin-left: 0.5rem; }}
+ul:has(#{ANCHOR}) > li.uppercase::after {{ content: ":"; }}
+#{ANCHOR} h2 {{ font-size: 1.15rem; font-weight: 600; margin: 1.2rem 0 0.4rem; }}
+#{ANCHOR} table {{ border-collapse: collapse; margin: 0.3rem 0; font-variant-numeric: tabular-nums; }}
+#{ANCHOR} th, #{ANCHOR} td {{ border: 1px solid #cbd5e1; padding: 0.2rem 0.5rem; text-align: left;
+  vertical-align: top; }}
+#{ANCHOR} th {{ background: #f1f5f9; font-weight: 600; }}
+#{ANCHOR} td.n {{ text-align: right; white-space: nowrap; }}
+#{ANCHOR} .ci {{ color: #475569; font-size: 0.85em; }}
+#{ANCHOR} p, #{ANCHOR} li {{ margin: 0.3rem 0; }}
+#{ANCHOR} .none {{ font-weight: 600; }}
+"""
+
+
+def shown(value: float, digits: int = 3) -> str:
+    """A number as the landing page shows it (the tables hold every digit); blank when missing."""
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}g}"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A value with its interval (`low`, `high`; NaN where the table leaves it empty)."""
+
+    value: float
+    low: float
+    high: float
+
+    def html(self, cls: str) -> str:
+        interval = f'<br><span class="ci">[{shown(self.low)}, {shown(self.high)}]</span>'
+        return f'<td class="n {cls}">{shown(self.value)}{interval if not math.isnan(self.low) else ""}</td>'
+
+
+@dataclass(frozen=True)
+class Law:
+    """One fitted law of powerlaw_fits.csv: its exponent, R² and lack-of-fit test, or why it has none."""
+
+    alpha: Estimate
+    r2: float
+    lof_q: float
+    lof_df: float
+    lof_p: float
+    noise: str
+    note: str
+
+    @classmethod
+    def of(cls, row: pd.Series) -> Law:
+        def get(column: str) -> float:
+            return float(row[column]) if column in row and not pd.isna(row[column]) else math.nan
+
+        return cls(Estimate(get("alpha"), get("alpha_ci_low"), get("alpha_ci_high")), get("r2"), get("lof_q"),
+                   get("lof_df"), get("lof_p"), str(row.get("noise") or ""), str(row.get("note") or ""))  # fmt: skip
+
+    def cells(self, name: str) -> str:
+        if self.note and self.note != "nan":
+            return f'<td colspan="3" class="{name}-note">{html.escape(self.note)}</td>'
+        lof = f"Q = {shown(self.lof_q)} on {shown(self.lof_df)} df<br>p = {shown(self.lof_p, 2)}"
+        return (self.alpha.html(f"{name}-alpha") + f'<td class="n {name}-r2">{shown(self.r2)}</td>'
+                + f'<td class="n {name}-lof">{lof if not math.isnan(self.lof_q) else ""}</td>')  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One family on one dataset: its laws of -log RBP_1 and CE, and their exponents' paired difference."""
+
+    family: str
+    dataset: str
+    n_models: int
+    rbp1: Law | None
+    ce: Law | None
+    contrast: Estimate | None
+    contrast_p: float
+
+    def row(self) -> str:
+        missing = '<td colspan="3">not fitted</td>'
+        contrast = (
+            self.contrast.html("contrast") + f'<td class="n contrast-p">{shown(self.contrast_p, 2)}</td>'
+            if self.contrast is not None
+            else '<td colspan="2"></td>'
+        )
+        return (f'<tr data-family="{html.escape(self.family)}" data-dataset="{html.escape(self.dataset)}">'
+                f"<td>{html.escape(self.family)}</td><td>{html.escape(self.dataset)}</td>"
+                f'<td class="n">{self.n_models}</td>'
+                + (self.rbp1.cells("rbp1") if self.rbp1 else missing) + (self.ce.cells("ce") if self.ce else missing)
+                + contrast + "</tr>")  # fmt: skip
+
+
+def _k_is(frame: pd.DataFrame, k: int | None) -> pd.Series:
+    return frame["k"].isna() if k is None else frame["k"].eq(k).fillna(False).astype(bool)
+
+
+def headlines(fits: pd.DataFrame, contrasts: pd.DataFrame) -> list[Headline]:
+    """Per family and dataset with a law (two or more sizes): -log RBP_1's and CE's laws and the paired
+    difference of their exponents (exponent_contrasts.csv, -log RBP_1 versus CE)."""
+    if fits.empty or "n_models" not in fits:
+        return []
+    out = []
+    for (family, dataset), group in fits.groupby(["family", "dataset"], sort=True):
+        if int(group["n_models"].max()) < 2:
+            continue  # a family of one model: a line of its own (one_model_lines)
+        rbp1 = group[group["metric"].eq("neg_log_rbp") & _k_is(group, 1)]
+        ce = group[group["metric"].eq("ce") & _k_is(group, None)]
+        contrast, p_value = None, math.nan
+        if not contrasts.empty and "versus" in contrasts:
+            pair = contrasts[contrasts["family"].eq(family) & contrasts["dataset"].eq(dataset)
+                             & contrasts["metric"].eq("neg_log_rbp") & _k_is(contrasts, 1)
+                             & contrasts["versus"].eq("ce") & contrasts["versus_k"].isna()]  # fmt: skip
+            if len(pair) and not pd.isna(pair["difference"].iloc[0]):
+                row = pair.iloc[0]
+                contrast = Estimate(float(row["difference"]), float(row["ci_low"]), float(row["ci_high"]))
+                p_value = float(row["p_value"])
+        out.append(Headline(str(family), str(dataset), int(group["n_models"].max()),
+                            Law.of(rbp1.iloc[0]) if len(rbp1) else None, Law.of(ce.iloc[0]) if len(ce) else None,
+                            contrast, p_value))  # fmt: skip
+    return out
+
+
+def one_model_lines(cross_family: pd.DataFrame) -> list[str]:
+    """One line per family of one model: where its model sits against the other families' laws (observed /
+    predicted, with its interval), for cross-entropy and -log RBP_1 on each dataset."""
+    if cross_family.empty or "ratio" not in cross_family:
+        return []
+    lines = []
+    for (family, model), rows in cross_family.groupby(["family", "model"], sort=True):
+        parts = []
+        for row in rows.itertuples(index=False):
+            if row.metric not in ("ce", "neg_log_rbp") or (row.metric == "neg_log_rbp" and row.k != 1):
+                continue
+            what = "CE" if row.metric == "ce" else "−log RBP₁"
+            if pd.isna(row.ratio):
+                parts.append(f"{row.dataset}, {what}: {getattr(row, 'note', '') or 'no law to compare with'}")
+            else:
+                parts.append(
+                    f"{row.dataset}, {what} against the {row.law_family} law: {shown(row.ratio)} "
+                    f"[{shown(row.ratio_ci_low)}, {shown(row.ratio_ci_high)}], p = {shown(row.p_value, 2)}"
+                )
+        if parts:
+            lines.append(f"<b>{html.escape(str(family))}</b> (one model, {html.escape(str(model))}): observed / "
+                         f"predicted — {html.escape('; '.join(parts))}")  # fmt: skip
+    return lines
+
+
+def _table(head: Sequence[str], rows: Sequence[str], cls: str) -> str:
+    return f'<table class="{cls}"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead><tbody>' + (
+        "".join(rows) + "</tbody></table>"
+    )
+
+
+def results_html(tables: Path, level: float) -> str:
+    """The headline results from the tables in `tables` (results/<run>/tables)."""
+
+    def table(name: str) -> pd.DataFrame:
+        path = tables / f"{name}.csv"
+        return read_table(path) if path.is_file() else pd.DataFrame()
+
+    found = headlines(table("powerlaw_fits"), table("exponent_contrasts"))
+    singles = one_model_lines(table("cross_family"))
+    if not found and not singles:
+        return '<p class="none">No family has a law yet: every family has fewer than two sizes.</p>'
+    noise = sorted({law.noise for h in found for law in (h.rbp1, h.ce) if law and law.noise})
+    head = ["family", "dataset", "sizes", "alpha of −log RBP₁", "R²", "lack of fit", "alpha of CE", "R²",
+            "lack of fit", "alpha(−log RBP₁) − alpha(CE)", "p"]  # fmt: skip
+    parts = [_table(head, [h.row() for h in found], "headline")] if found else []
+    parts.append(
+        f"<p>Intervals: {level:.0%}, from the bootstrap; they include {', '.join(noise) or 'documents'} "
+        "(column <i>noise</i>). Lack of fit: Q of the sizes' residuals against what documents explain, "
+        "chi-square on its df; a small p says the sizes scatter around the law beyond that. The contrast is "
+        "paired (the same document draws) and its p tests a difference of zero. Every law, k and interval: "
+        "Tables, 1. Laws in S (powerlaw_fits, exponent_contrasts).</p>"
+    )
+    if singles:
+        parts.append("<p>Families of one model (no law of their own; cross_family.csv):</p><ul>"
+                     + "".join(f'<li class="one-model">{line}</li>' for line in singles) + "</ul>")  # fmt: skip
+    return "\n".join(parts)
+
+
+def manifest_html(manifest: Path) -> str:
+    """The manifest as a two-column table (rankscale.manifest.report_fields)."""
+    rows = [
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in report_fields(manifest).items()
+    ]
+    return _table(["field", "value"], rows, "manifest")
+
+
+def landing_rst(out: Path, level: float) -> str:
+    """The landing page of the run in `out` (results/<run>): reStructuredText for Snakemake's report, whose
+    body is raw HTML, kept away from the report's Jinja (`raw` blocks)."""
+    body = (f'<div id="{ANCHOR}"><style>{STYLE}</style>\n<h2>What this run found ({html.escape(str(out))})</h2>\n'
+            f"{results_html(out / 'tables', level)}\n"
+            "<p>Figures and tables: Results, in the menu on the left; each grouped by analysis in the paper's order. "
+            "A table opens as a page that sorts (click a header) and searches; its columns are described in "
+            "docs/outputs.md.</p>\n"
+            f"<h2>What produced it (manifest.json)</h2>\n{manifest_html(out / 'manifest.json')}\n</div>")  # fmt: skip
+    indented = "\n".join(f"   {line}" if line else "" for line in body.splitlines())
+    return "{% raw %}\n" + DESCRIPTION + "\n.. raw:: html\n\n" + indented + "\n\n{% endraw %}\n"
+
+
+def write_landing(out: Path, level: float) -> bool:
+    """Write results/<run>/report/landing.rst unless it already says the same; whether it was written."""
+    path = out / LANDING
+    text = landing_rst(out, level)
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return False
+    with atomic_path(path, suffix=".rst") as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return True

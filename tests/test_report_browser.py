@@ -1,0 +1,284 @@
+"""The report as a reader sees it: the smoke run's `snakemake --report`, opened in headless Chromium.
+
+Debian's `chromium` driven by Playwright (PyPI), launched from the system's executable: Playwright's own browser
+download cannot be fetched here (.ci/browser.sh installs both). Every page the test checks is saved as a
+screenshot under its temporary directory, which it prints (`pytest -s`) and records as the test's
+`screenshots` property; RANKSCALE_REPORT_SCREENSHOTS=docs also copies the landing page and one figure page there
+(docs/outputs.md shows them). Without a browser the tests skip, unless RANKSCALE_REQUIRE_BROWSER=1 (CI).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from rankscale.plots import FIGURES
+from rankscale.report.sections import SECTIONS, subcategory
+from rankscale.tables import TABLES
+from tests.conftest import copy_workflow, snakemake
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+REQUIRED = os.environ.get("RANKSCALE_REQUIRE_BROWSER") == "1"
+VIEWPORT = {"width": 1400, "height": 900}
+
+
+def launch() -> Any:
+    """Playwright's Chromium on the system browser, or a skip (a failure where the browser is required)."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None
+    missing = "playwright is not installed" if sync_playwright is None else None
+    missing = missing or (None if CHROMIUM else "no chromium executable on PATH")
+    if missing:
+        message = f"{missing}: run .ci/browser.sh (apt-get install chromium; pip install playwright)"
+        if REQUIRED:
+            pytest.fail(f"RANKSCALE_REQUIRE_BROWSER=1 but {message}")
+        pytest.skip(message)
+    return sync_playwright
+
+
+@dataclass
+class Reader:
+    """One browser page on a report, the errors its scripts logged, and where its screenshots go."""
+
+    page: Any
+    shots: Path
+    errors: list[str] = field(default_factory=list)
+
+    def shot(self, name: str) -> Path:
+        path = self.shots / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', name)}.png"
+        self.page.screenshot(path=str(path))
+        return path
+
+    def menu(self, label: str) -> None:
+        """Click an entry of the left-hand menu (a category or a subcategory) by its exact text."""
+        self.page.locator(
+            "ul > li > a", has=self.page.locator("span", has_text=re.compile(f"^{re.escape(label)}$"))
+        ).click()
+
+    def entries(self) -> list[list[str]]:
+        """The label columns of the result list now shown."""
+        self.page.locator("table.table-auto tbody tr").first.wait_for()
+        return self.page.locator("table.table-auto tbody tr").evaluate_all(
+            "rows => rows.map(r => Array.from(r.cells).slice(0, -1).map(c => c.textContent))"
+        )
+
+    def open_entry(self, i: int) -> None:
+        self.page.locator("table.table-auto tbody tr").nth(i).locator("td").last.locator("a").first.click()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_playwright = launch()
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def report(smoke_run: Path) -> Path:
+    """The smoke run's report (beside the one tests/test_workflow.py makes, so neither overwrites the other)."""
+    path = smoke_run / "results/smoke/report-browser.html"
+    result = snakemake(smoke_run, "--cores", "1", "--configfile", "config/smoke.yaml", "--report", str(path.name))
+    assert result.returncode == 0, result.stderr[-3000:]
+    shutil.move(smoke_run / path.name, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("report-screenshots")
+    print(f"\nreport screenshots: {path}")
+    return path
+
+
+def open_reader(browser: Any, url: str, shots: Path) -> Reader:
+    page = browser.new_page(viewport=VIEWPORT)
+    reader = Reader(page, shots)
+    page.on("pageerror", lambda exc: reader.errors.append(f"page error: {exc}"))
+    page.on("console", lambda msg: reader.errors.append(f"console: {msg.text}") if msg.type == "error" else None)
+    page.goto(url)
+    page.wait_for_selector("#rankscale-landing, #app p strong", timeout=30_000)
+    return reader
+
+
+def close_to(shown: str, value: float, digits: int = 3) -> bool:
+    """`shown` is `value` at `digits` significant digits (the landing page's precision)."""
+    if math.isnan(value):
+        return shown == ""
+    return float(shown) == pytest.approx(value, rel=0.51 * 10 ** (1 - digits), abs=1e-300)
+
+
+def numbers(text: str) -> list[str]:
+    return re.findall(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", text)
+
+
+def test_landing_page_shows_what_the_run_found_and_what_produced_it(browser, report, shots, smoke_run, request):
+    request.node.user_properties.append(("screenshots", str(shots)))
+    reader = open_reader(browser, report.as_uri(), shots)
+    page = reader.page
+    body = page.locator("body").inner_text()
+    assert "ENCODING" not in body and "WHOLE" not in body, "Snakemake's docutils parts are back on the landing page"
+    # the manifest: its fields by name, with the values of manifest.json
+    manifest = json.loads((smoke_run / "results/smoke/manifest.json").read_text())
+    rows = page.locator("table.manifest tbody tr").evaluate_all(
+        "rows => rows.map(r => [r.cells[0].textContent, r.cells[1].textContent])"
+    )
+    fields = dict(rows)
+    assert {"commit", "configuration digest", "host", "devices", "versions (snakemake's process)"} <= set(fields)
+    assert fields["configuration digest"] == manifest["config_digest"]
+    assert fields["host"].startswith(manifest["host"]["name"]) and fields["devices"] == "cpu: 6 rank arrays"
+    assert f"torch {manifest['versions']['torch']}" in fields["versions (snakemake's process)"]
+    for rule, times in manifest["rules"].items():
+        assert fields[f"wall time: {rule}"] == f"{times['wall_s']:.1f} s in {times['jobs']} jobs"
+    # the headline numbers are the tables'
+    tables = smoke_run / "results/smoke/tables"
+    fits = pd.read_csv(tables / "powerlaw_fits.csv", dtype={"k": "Int64"})
+    contrasts = pd.read_csv(tables / "exponent_contrasts.csv", dtype={"k": "Int64", "versus_k": "Int64"})
+    checked = 0
+    for (family, dataset), group in fits[fits["n_models"] >= 2].groupby(["family", "dataset"]):
+        row = page.locator(f'table.headline tr[data-family="{family}"][data-dataset="{dataset}"]')
+        for name, law in (("rbp1", group[(group["metric"] == "neg_log_rbp") & (group["k"] == 1)].iloc[0]),
+                          ("ce", group[(group["metric"] == "ce") & group["k"].isna()].iloc[0])):  # fmt: skip
+            alpha = numbers(row.locator(f"td.{name}-alpha").inner_text())
+            assert [
+                close_to(s, law[c]) for s, c in zip(alpha, ("alpha", "alpha_ci_low", "alpha_ci_high"), strict=True)
+            ] == [True] * 3
+            assert close_to(row.locator(f"td.{name}-r2").inner_text(), law["r2"])
+            q, df, p = numbers(row.locator(f"td.{name}-lof").inner_text())
+            assert close_to(q, law["lof_q"]) and close_to(df, law["lof_df"]) and close_to(p, law["lof_p"], 2)
+        pair = contrasts[(contrasts["family"] == family) & (contrasts["dataset"] == dataset)
+                         & (contrasts["metric"] == "neg_log_rbp") & (contrasts["k"] == 1)
+                         & (contrasts["versus"] == "ce") & contrasts["versus_k"].isna()].iloc[0]  # fmt: skip
+        shown = numbers(row.locator("td.contrast").inner_text())
+        assert [close_to(s, pair[c]) for s, c in zip(shown, ("difference", "ci_low", "ci_high"), strict=True)] == [
+            True
+        ] * 3
+        assert close_to(row.locator("td.contrast-p").inner_text(), pair["p_value"], 2)
+        checked += 1
+    assert checked == 2  # the ladder on humaneval and on pydoc
+    print(f"landing page: {reader.shot('landing')}")
+    assert not reader.errors, reader.errors
+
+
+def test_every_figure_opens_in_paper_order(browser, report, shots):
+    reader = open_reader(browser, report.as_uri(), shots)
+    reader.menu("Figures")
+    listed = reader.page.locator("ul > li > a > span").all_inner_texts()
+    expected = [subcategory(s) for s in SECTIONS if any(f.section == s for f in FIGURES.values())]
+    assert listed == expected  # the analyses, in the paper's order
+    opened = 0
+    for section in expected:
+        reader.menu(section)
+        in_paper_order = sorted((f for f in FIGURES.values() if f.subcategory == section), key=paper_order)
+        assert reader.entries() == [[f"Fig. {f.number}: {f.title}"] for f in in_paper_order]
+        for i, figure in enumerate(in_paper_order):
+            reader.open_entry(i)
+            image = reader.page.locator("div.p-3 > img")
+            image.wait_for()
+            assert image.evaluate("img => img.complete && img.naturalWidth") > 0, figure.name
+            path = reader.shot(f"figure-{figure.number}")
+            if figure.name == "fig3_rbp1":
+                copy_for_docs(path, "report-figure.png")
+            opened += 1
+        reader.page.locator("nav a", has_text=re.compile("^Figures$")).click()
+    assert opened == len(FIGURES)
+    assert not reader.errors, reader.errors
+
+
+def paper_order(figure: Any) -> tuple[int, str]:
+    number = re.match(r"(\d+)(.*)", figure.number)
+    assert number is not None
+    return int(number.group(1)), number.group(2)
+
+
+def test_every_table_opens_sorts_and_searches(browser, report, shots, smoke_run):
+    reader = open_reader(browser, report.as_uri(), shots)
+    reader.menu("Tables")
+    sections = reader.page.locator("ul > li > a > span").all_inner_texts()
+    assert sections == [subcategory(s) for s in SECTIONS if any(t.section == s for t in TABLES.values())]
+    opened = 0
+    for section in sections:
+        reader.menu(section)
+        names = sorted(n for n, t in TABLES.items() if subcategory(t.section) == section)
+        for i, (entry,) in enumerate(reader.entries()):
+            name = names[i]
+            csv = pd.read_csv(smoke_run / f"results/smoke/tables/{name}.csv")
+            assert entry == f"{name} ({len(csv)} row{'' if len(csv) == 1 else 's'})"
+            reader.open_entry(i)
+            frame = reader.page.frame_locator("iframe")
+            assert frame.locator("h1").inner_text() == name
+            assert frame.locator("thead th").all_inner_texts() == list(csv.columns)
+            if len(csv):
+                assert frame.locator("tbody tr").count() == len(csv)
+                first = frame.locator("tbody tr").first.locator("td").all_inner_texts()
+                assert first[0] == str(csv.iloc[0, 0])
+            else:  # its header, and why it is empty
+                assert frame.locator("tbody tr.empty").inner_text().startswith("No rows in this run.")
+            reader.shot(f"table-{name}")
+            if name == "powerlaw_fits":
+                check_sorting_and_search(reader, frame, csv)
+            opened += 1
+        reader.page.locator("nav a", has_text=re.compile("^Tables$")).click()
+    assert opened == len(TABLES)
+    assert not reader.errors, reader.errors
+
+
+def check_sorting_and_search(reader: Reader, frame: Any, csv: pd.DataFrame) -> None:
+    """Click alpha's header: rows by alpha, ascending then descending (full precision); search narrows them."""
+    header = frame.locator("thead th", has_text=re.compile("^alpha$"))
+    column = list(csv.columns).index("alpha")
+    values = sorted(csv["alpha"].dropna())
+    blank = [math.nan] * int(csv["alpha"].isna().sum())  # fits with a note: no alpha, listed last either way
+    for direction, expected in (("ascending", values + blank), ("descending", values[::-1] + blank)):
+        header.click()
+        assert header.get_attribute("aria-sort") == direction
+        cells = frame.locator(f"tbody tr td:nth-child({column + 1})").evaluate_all(
+            "cells => cells.map(c => (c.title || c.textContent) === '' ? NaN : Number(c.title || c.textContent))"
+        )
+        assert cells == pytest.approx(expected, rel=1e-12, nan_ok=True)
+        reader.shot(f"table-powerlaw_fits-alpha-{direction}")
+    frame.locator("#search").fill("pydoc")
+    shown = len(csv[csv.astype(str).apply(lambda r: r.str.contains("pydoc")).any(axis=1)])
+    assert frame.locator("#count").inner_text() == f"{shown} of {len(csv)} rows" and 0 < shown < len(csv)
+    reader.shot("table-powerlaw_fits-search")
+
+
+def copy_for_docs(path: Path, name: str) -> None:
+    """RANKSCALE_REPORT_SCREENSHOTS=DIR: keep this screenshot as DIR/name (docs/outputs.md shows two)."""
+    if target := os.environ.get("RANKSCALE_REPORT_SCREENSHOTS"):
+        shutil.copyfile(path, Path(target) / name)
+
+
+def test_landing_screenshot_for_the_docs(browser, report, shots):
+    """The landing page at the size docs/outputs.md shows it (its top: the headline results)."""
+    reader = open_reader(browser, report.as_uri(), shots)
+    copy_for_docs(reader.shot("landing-top"), "report-landing.png")
+    assert not reader.errors, reader.errors
+
+
+def test_a_report_before_any_run_says_so(browser, shots, tmp_path):
+    """Nothing has run: the report still builds, and its page says so in one line, without a script error."""
+    workdir = copy_workflow(tmp_path / "fresh")
+    result = snakemake(workdir, "--cores", "1", "--configfile", "config/smoke.yaml", "--report", "report.html")
+    assert result.returncode == 0, result.stderr[-3000:]
+    reader = open_reader(browser, (workdir / "report.html").as_uri(), shots)
+    text = reader.page.locator("#app").inner_text()
+    assert "No results yet: no run of this configuration has succeeded" in text
+    assert "ENCODING" not in text and "Traceback" not in result.stderr
+    reader.shot("before-any-run")
+    assert not reader.errors, reader.errors

@@ -1,0 +1,84 @@
+"""What the report is made of, without a browser: table pages, the landing page's numbers, the figure registry's
+places in the report (tests/test_report_browser.py opens the real report)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+import pytest
+
+from rankscale.manifest import report_totals
+from rankscale.plots import FIGURES
+from rankscale.report.landing import headlines, landing_rst, one_model_lines
+from rankscale.report.pages import empty_reason, number, page
+from rankscale.report.sections import SECTIONS, subcategory
+from rankscale.tables import TABLES
+
+
+def test_numbers_are_shown_at_four_digits_and_keep_the_rest() -> None:
+    assert number(0.018117179116946314).text == "0.01812"
+    assert float(number(0.018117179116946314).full) == 0.018117179116946314
+    assert number(0.25) == number(0.25).__class__("0.25", None)  # nothing rounded away: no tooltip
+    assert number(3.3061129321697453e-68).text == "3.306e-68"
+    assert number(math.nan).text == "" and number(math.inf).text == "inf"
+
+
+def test_a_page_holds_every_row_and_an_empty_table_says_why() -> None:
+    frame = pd.DataFrame({"family": ["a", "b"], "k": pd.array([1, None], dtype="Int64"), "alpha": [0.123456, 2.0]})
+    html = page("t", frame, "Caption with ``code``.", "results/x/tables/t.csv")
+    assert html.count("<tr>") == 3  # the header and two rows
+    assert '<td class="num" title="0.123456">0.1235</td>' in html and '<td class="num">2</td>' in html
+    assert "<code>code</code>" in html and "<script" in html and "http" not in html  # offline: no CDN
+    caption = TABLES["cross_family"].caption
+    empty = page("cross_family", pd.DataFrame(columns=["family", "model"]), caption, "x.csv")
+    assert '<th scope="col" tabindex="0">model</th>' in empty
+    assert "No rows in this run. Empty when every family has two or more sizes." in empty
+    assert empty_reason("No such sentence.") == "No rows in this run."
+
+
+def test_figures_list_by_analysis_in_paper_order() -> None:
+    names = [subcategory(s) for s in SECTIONS]
+    assert sorted(names, key=str.casefold) == names  # the report sorts subcategories by name
+    for section in SECTIONS:
+        entries = [f for f in FIGURES.values() if f.section == section]
+        labels = [f.labels()["figure"] for f in entries]
+        by_number = sorted(entries, key=lambda f: (int(re.match(r"\d+", f.number).group()), f.number))
+        assert sorted(labels, key=str.casefold) == [f.labels()["figure"] for f in by_number], section
+    # Snakemake expands braces in a report's labels and subcategories as wildcards
+    assert not any(re.search(r"[{}]", f.labels()["figure"] + f.subcategory) for f in FIGURES.values())
+    assert {t.section for t in TABLES.values()} <= set(SECTIONS)
+    with pytest.raises(KeyError, match="not a report section"):
+        subcategory("Elsewhere")
+
+
+def fits_row(family: str, dataset: str, metric: str, k: int | None, alpha: float, n: int = 3, note: str = "") -> dict:
+    return {"family": family, "dataset": dataset, "metric": metric, "k": k, "n_models": n, "alpha": alpha,
+            "alpha_ci_low": alpha - 0.01, "alpha_ci_high": alpha + 0.02, "r2": 0.9, "lof_q": 4.0, "lof_df": 1.0,
+            "lof_p": 0.045, "noise": "documents+sizes", "note": note}  # fmt: skip
+
+
+def test_headlines_are_the_tables_rows() -> None:
+    fits = pd.DataFrame([fits_row("f", "d", "neg_log_rbp", 1, 0.05), fits_row("f", "d", "neg_log_rbp", 10, 0.9),
+                         fits_row("f", "d", "ce", None, 0.04), fits_row("one", "d", "ce", None, math.nan, n=1,
+                                                                         note="fewer than two sizes")])  # fmt: skip
+    fits["k"] = fits["k"].astype("Int64")
+    contrasts = pd.DataFrame([{"family": "f", "dataset": "d", "metric": "neg_log_rbp", "k": 1, "versus": "ce",
+                               "versus_k": None, "difference": 0.01, "ci_low": -0.02, "ci_high": 0.03, "p_value": 0.5}])  # fmt: skip
+    contrasts[["k", "versus_k"]] = contrasts[["k", "versus_k"]].astype("Int64")
+    [found] = headlines(fits, contrasts)  # the family of one model has no law: not a headline row
+    assert (found.family, found.n_models) == ("f", 3)
+    assert found.rbp1.alpha.value == 0.05 and found.ce.alpha.value == 0.04  # k = 1, not k = 10
+    assert found.contrast.value == 0.01 and found.contrast_p == 0.5
+    cross = pd.DataFrame([{"family": "one", "model": "m", "dataset": "d", "law_family": "f", "metric": "ce", "k": None,
+                           "ratio": 1.0234, "ratio_ci_low": 0.99, "ratio_ci_high": 1.05, "p_value": 0.2}])  # fmt: skip
+    [line] = one_model_lines(cross)
+    assert "one" in line and "1.02 [0.99, 1.05]" in line and "against the f law" in line
+
+
+def test_landing_before_and_after_a_run(tmp_path) -> None:
+    assert report_totals(tmp_path / "manifest.json") == {}
+    text = landing_rst(tmp_path, 0.95)  # no tables, no manifest: says so, does not fail
+    assert "No family has a law yet" in text and "does not exist yet" in text
+    assert text.startswith("{% raw %}") and text.rstrip().endswith("{% endraw %}")  # the report's Jinja leaves it
