@@ -20,7 +20,8 @@ import yaml
 
 from rankscale.laws import FORMS
 from rankscale.plots.common import FigureData
-from rankscale.plots.laws import fig_extrapolation, fig_r2_alpha, fig_rbp1, law_panel
+from rankscale.plots.extrapolation import fig_extrapolation
+from rankscale.plots.laws import fig_r2_alpha, fig_rbp1, law_panel
 from rankscale.statistics import Totals
 from rankscale.summary import Summary
 from rankscale.tables import TABLES, Replicates, read_table
