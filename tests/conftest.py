@@ -151,14 +151,38 @@ def assert_modes(work: Path, ladder: str, umask: int) -> None:
     assert checked > 50, checked
 
 
-@pytest.fixture(scope="session")
-def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The smoke configuration run end to end once per test session."""
+def run_smoke(workdir: Path) -> Path:
+    """The smoke configuration, run end to end in a fresh copy of the workflow at `workdir`."""
     from tests.tolerances import extraction_threads
 
-    workdir = copy_workflow(tmp_path_factory.mktemp("smoke"))
+    copy_workflow(workdir)
     threads = extraction_threads()  # RANKSCALE_TEST_EXTRACTION_THREADS, to make the paths differ on purpose
     extra = ["--set-threads", f"extract={threads}"] if threads else []
     result = snakemake(workdir, "--cores", "2", "--configfile", "config/smoke.yaml", *extra)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    return workdir
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The smoke configuration run end to end once per test session, shared by pytest-xdist's workers.
+
+    The first worker to ask runs it under a file lock, the others wait for it and read it (the pytest-xdist
+    recipe for a session fixture): a test copies it (`copy_run`) before it changes anything."""
+    from filelock import FileLock
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return run_smoke(tmp_path_factory.mktemp("smoke"))
+    shared = tmp_path_factory.getbasetemp().parent  # the session's folder, above each worker's own
+    workdir, done, failed = shared / "smoke", shared / "smoke.done", shared / "smoke.failed"
+    with FileLock(shared / "smoke.lock"):
+        if failed.is_file():
+            pytest.fail(f"the smoke run failed in another worker:\n{failed.read_text()}")
+        if not done.is_file():
+            try:
+                run_smoke(workdir)
+            except AssertionError as error:
+                failed.write_text(str(error))
+                raise
+            done.write_text("")
     return workdir
