@@ -21,6 +21,7 @@ from rankscale.tables import (
     cross_family,
     distribution,
     emergence,
+    extrapolation,
     families,
     laws,
     metrics,
@@ -31,11 +32,8 @@ from rankscale.tables import (
 from rankscale.tables.base import Replicates, Table, TableInputs, TableSettings, read_table, typed
 from rankscale.tables.selection import FitIndex, LawFit, LawKey, finals, select
 
-TABLES: dict[str, Table] = {
-    t.name: t
-    for module in (metrics, laws, cross_family, families, distribution, emergence, training, seeds, strata)
-    for t in module.TABLES
-}
+MODULES = (metrics, laws, extrapolation, cross_family, families, distribution, emergence, training, seeds, strata)
+TABLES: dict[str, Table] = {t.name: t for module in MODULES for t in module.TABLES}
 
 
 def build_table(

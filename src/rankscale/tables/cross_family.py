@@ -14,7 +14,7 @@ from rankscale.laws import FitForm, FittedLaw
 from rankscale.metrics import METRICS
 from rankscale.report.sections import LAWS
 from rankscale.tables.base import Replicates, Table, interval_columns, rows_frame, typed, with_intervals
-from rankscale.tables.laws import LAW_SETTINGS, LawRefits, between_family_rows, law_form
+from rankscale.tables.lawkit import LAW_SETTINGS, LawRefits, between_family_rows, law_form
 from rankscale.tables.selection import FitIndex, LawKey, finals, note_last, optional_int, single_size
 
 NO_LAW_FAMILY = "no family with a law on this dataset"

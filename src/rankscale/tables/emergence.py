@@ -18,7 +18,7 @@ from rankscale.statistics import PAIRS_BOTH_HIT, PAIRS_PREV_HIT, RUN_HITS, RUN_W
 from rankscale.summary import Summary
 from rankscale.tables.base import Replicates, Table, TableInputs, interval_columns, rows_frame, typed, with_intervals
 from rankscale.tables.distribution import finals_of
-from rankscale.tables.laws import exponent_contrast, law_form
+from rankscale.tables.lawkit import exponent_contrast, law_form
 from rankscale.tables.noise import LawNoise, Noise
 from rankscale.tables.selection import FitIndex, LawKey, size_note
 

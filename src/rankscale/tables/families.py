@@ -21,7 +21,7 @@ from rankscale.laws.random_effects import MIN_DF, log_design, ols_map, size_matr
 from rankscale.metrics import METRICS
 from rankscale.report.sections import LAWS
 from rankscale.tables.base import Replicates, Table, rows_frame, typed
-from rankscale.tables.laws import GROUP, LAW_SETTINGS, between_family_rows, law_form
+from rankscale.tables.lawkit import GROUP, LAW_SETTINGS, between_family_rows, law_form
 from rankscale.tables.noise import Noise, law_replicates, size_level_of
 from rankscale.tables.selection import FitIndex, LawKey, finals, optional_int
 

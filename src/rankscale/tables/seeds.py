@@ -2,7 +2,7 @@
 
 Where some size of a family was trained with several seeds (`ladder.train.seeds`, or hub entries with
 `seed` and `replica_of`), the law tables' intervals already resample the seeds within each size on top
-of the documents (the hierarchical bootstrap, `rankscale.tables.laws.Noise`). These two tables say how
+of the documents (the hierarchical bootstrap, `rankscale.tables.noise.Noise`). These two tables say how
 large that source is: against the document-sampling noise of one run, and as the spread of the
 exponent across seeds.
 """
@@ -30,7 +30,7 @@ from rankscale.tables.base import (
     typed,
     with_intervals,
 )
-from rankscale.tables.laws import GROUP, fit_or_note, law_form
+from rankscale.tables.lawkit import GROUP, fit_or_note, law_form
 from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_replicates
 from rankscale.tables.selection import FitIndex, LawKey, finals, optional_int
 

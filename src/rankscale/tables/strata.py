@@ -22,7 +22,8 @@ from rankscale.statistics import STRATA_TOKENS, TOKENS, stratum_totals
 from rankscale.strata import STRATA
 from rankscale.summary import MODEL_COLUMNS, Summary
 from rankscale.tables.base import Replicates, Table, TableInputs, rows_frame, typed
-from rankscale.tables.laws import LAW_SETTINGS, exponent_contrast, fit_or_note, fits_columns, fits_table, law_form
+from rankscale.tables.lawkit import LAW_SETTINGS, exponent_contrast, fit_or_note, law_form
+from rankscale.tables.laws import fits_columns, fits_table
 from rankscale.tables.noise import Noise, law_replicates
 from rankscale.tables.selection import finals, note_last, size_note
 

@@ -12,7 +12,7 @@ from rankscale.laws import FORMS, FitForm, FittedLaw, Points, PowerLaw, fit_powe
 from rankscale.metrics import METRICS
 from rankscale.report.sections import TRAINING_TOKENS
 from rankscale.tables.base import Replicates, Table, interval_columns, law_parameters, rows_frame, typed, with_intervals
-from rankscale.tables.laws import GROUP, fit_or_note
+from rankscale.tables.lawkit import GROUP, fit_or_note
 from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_replicates
 
 JOINT, POWER_LAW = FORMS["joint"], FORMS["power_law"]
