@@ -45,7 +45,8 @@ def build_table(
 ) -> pd.DataFrame:
     """Build table `name` from the summaries, the tables it needs and the bootstrap replicates."""
     table = TABLES[name]
-    return table.build(TableInputs(list(summaries), settings, {n: tables[n] for n in table.needs}, replicates))
+    declared = settings.only(table.settings)  # what its job gets: the settings it declares alone
+    return table.build(TableInputs(list(summaries), declared, {n: tables[n] for n in table.needs}, replicates))
 
 
 def write_table(name: str, frame: pd.DataFrame, path: str | Path) -> None:

@@ -20,7 +20,7 @@ from rankscale.laws.random_effects import SizeLevel, log_design, ols_map, satter
 from rankscale.metrics import METRICS, Metric
 from rankscale.report.sections import OUT_OF_SAMPLE
 from rankscale.tables.base import Replicates, Table, typed
-from rankscale.tables.lawkit import GROUP, LAW_SETTINGS, law_form, law_k_rows
+from rankscale.tables.lawkit import GROUP, LAW_SETTINGS, law_k_rows
 from rankscale.tables.noise import Noise, law_replicates, size_level_of
 from rankscale.tables.selection import ONE_SIZE, finals, note_last, optional_int
 
@@ -88,22 +88,15 @@ class HeldOut:
                 "noise": self.label, "judged": "paired"}  # fmt: skip
 
 
-def extrapolation_table(
-    metrics: pd.DataFrame,
-    replicates: Replicates,
-    ks: Sequence[int],
-    level: float,
-    form: FitForm,
-    refits: int,
-    seed: int | None,
-) -> pd.DataFrame:
+def extrapolation_table(metrics: pd.DataFrame, replicates: Replicates, law_k: Sequence[int], level: float,
+                        form: FitForm, refits: int, seed: int | None) -> pd.DataFrame:  # fmt: skip
     """Fit the law without the largest size (and, with >= 4 sizes, without the two largest); predict the
     held-out sizes' RBP_k and CE, with the interval of the refits' predictions. Where sizes have several
     seeds, the refits resample them too, and the interval is one for a new run's value (the law's, plus a
     seed's deviation drawn from the fitted sizes' runs). A family with fewer than three sizes has nothing to hold
     out: one row per dataset says so (`note`)."""
     rows: list[dict[str, Any]] = []
-    for (family, dataset, name, k), group in law_k_rows(metrics, ks).groupby(GROUP, dropna=False, sort=True):
+    for (family, dataset, name, k), group in law_k_rows(metrics, law_k).groupby(GROUP, dropna=False, sort=True):
         metric = METRICS[name]
         group = group.sort_values("S", kind="stable")
         sizes = group["S"].to_numpy(dtype=np.float64)
@@ -152,13 +145,7 @@ TABLES = [
         name="extrapolation",
         section=OUT_OF_SAMPLE,
         build=lambda inputs: extrapolation_table(
-            finals(inputs.tables["metrics"]),
-            inputs.needed(),
-            inputs.settings.get("law_k"),
-            inputs.level,
-            law_form(inputs),
-            int(inputs.settings.get("refits")),
-            inputs.settings.get("seed"),
+            finals(inputs.tables["metrics"]), inputs.needed(), **inputs.declared()
         ),
         needs=("metrics",),
         summaries=False,

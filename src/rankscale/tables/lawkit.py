@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from rankscale.bootstrap import interval, p_value
-from rankscale.laws import FORMS, FitForm, FittedLaw, Points
-from rankscale.tables.base import Replicates, TableInputs
+from rankscale.laws import FitForm, FittedLaw, Points
+from rankscale.tables.base import Replicates
 from rankscale.tables.noise import LawNoise, Noise, law_noise
 from rankscale.tables.selection import size_note
 
@@ -124,7 +124,3 @@ def between_family_rows(metrics: pd.DataFrame, ks: Sequence[int]) -> pd.DataFram
     """`law_k_rows` and cross-entropy in bits per byte: what families with different tokenizers are compared on
     (within one tokenizer bpb is CE times a constant, so the laws of one family need it not)."""
     return metrics[metrics.index.isin(law_k_rows(metrics, ks).index) | (metrics["metric"] == "bpb")]
-
-
-def law_form(inputs: TableInputs) -> FitForm:
-    return FORMS[inputs.settings.get("law_form")]

@@ -18,8 +18,8 @@ from rankscale.bootstrap import interval, spread_to_noise
 from rankscale.laws import FORMS, FitForm, Points, compare_forms
 from rankscale.metrics import METRICS
 from rankscale.report.sections import LAWS
-from rankscale.tables.base import Replicates, Table, TableInputs, law_parameters, rows_frame, typed
-from rankscale.tables.lawkit import GROUP, LAW_SETTINGS, exponent_contrast, fit_or_note, law_form
+from rankscale.tables.base import Replicates, Table, law_parameters, rows_frame, typed
+from rankscale.tables.lawkit import GROUP, LAW_SETTINGS, exponent_contrast, fit_or_note
 from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_replicates
 from rankscale.tables.selection import FitIndex, LawKey, finals, note_last, select, size_note
 
@@ -175,11 +175,11 @@ def _contrast(
     }
 
 
-def form_comparison_table(metrics: pd.DataFrame, forms: Sequence[str], ks: Sequence[int]) -> pd.DataFrame:
-    """Every form of `forms` fitted to every (family, dataset, metric) and, for RBP_k, every k of `ks`:
+def form_comparison_table(metrics: pd.DataFrame, forms: Sequence[str], law_k: Sequence[int]) -> pd.DataFrame:
+    """Every form of `forms` fitted to every (family, dataset, metric) and, for RBP_k, every k of `law_k`:
     parameters, leave-one-out RMSE and AICc in log space, and the preferred form of each group."""
     rows = []
-    wanted = metrics[metrics["k"].isna() | metrics["k"].isin(list(ks))]
+    wanted = metrics[metrics["k"].isna() | metrics["k"].isin(list(law_k))]
     for (family, dataset, name, k), group in wanted.groupby(GROUP, dropna=False, sort=True):
         metric = METRICS[name]
         y = metric.to_law(group["value"].to_numpy(dtype=np.float64))
@@ -189,25 +189,12 @@ def form_comparison_table(metrics: pd.DataFrame, forms: Sequence[str], ks: Seque
     return typed(pd.DataFrame(rows))
 
 
-def _refits(inputs: TableInputs) -> int:
-    return int(inputs.settings.get("refits"))
-
-
-def _fits(inputs: TableInputs) -> pd.DataFrame:
-    return inputs.tables["powerlaw_fits"]
-
-
 TABLES = [
     Table(
         name="powerlaw_fits",
         section=LAWS,
         build=lambda inputs: fits_table(
-            finals(inputs.tables["metrics"]),
-            law_form(inputs),
-            inputs.replicates,
-            inputs.level,
-            _refits(inputs),
-            inputs.settings.get("seed"),
+            finals(inputs.tables["metrics"]), replicates=inputs.replicates, **inputs.declared()
         ),
         needs=("metrics",),
         summaries=False,
@@ -237,13 +224,7 @@ TABLES = [
         name="exponent_contrasts",
         section=LAWS,
         build=lambda inputs: contrasts_table(
-            finals(inputs.tables["metrics"]),
-            _fits(inputs),
-            inputs.needed(),
-            inputs.level,
-            law_form(inputs),
-            _refits(inputs),
-            inputs.settings.get("seed"),
+            finals(inputs.tables["metrics"]), inputs.tables["powerlaw_fits"], inputs.needed(), **inputs.declared()
         ),
         needs=("metrics", "powerlaw_fits"),
         summaries=False,
@@ -264,9 +245,7 @@ TABLES = [
     Table(
         name="form_comparison",
         section=LAWS,
-        build=lambda inputs: form_comparison_table(
-            finals(inputs.tables["metrics"]), inputs.settings.get("forms"), inputs.settings.get("law_k")
-        ),
+        build=lambda inputs: form_comparison_table(finals(inputs.tables["metrics"]), **inputs.declared()),
         needs=("metrics",),
         summaries=False,
         settings=("forms", "law_k"),
