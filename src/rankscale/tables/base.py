@@ -30,8 +30,8 @@ def _analysis(key: str) -> Any:
 class TableSettings:
     """The `analysis:` settings tables read (`rankscale.plan.table_settings` gives each table those it
     declares, so changing one reruns only the tables that read it; the others are None here). A new setting is a
-    field here, with its default in config/schema.yaml and its line in docs/configuration.md (and, read typed, a
-    property of `TableInputs`)."""
+    field here, with its default in config/schema.yaml and its line in docs/configuration.md; a property of
+    `TableInputs` of its name types it (without one a builder gets the value as configured)."""
 
     # each field names where it sits under `analysis:` (rankscale.plan.settings reads it from there)
     level: float | None = _analysis("bootstrap.level")  # coverage of the percentile intervals
@@ -98,8 +98,12 @@ class TableInputs:
         """The declared settings, typed, as keywords of the table's builder (`law_form` as `form`, the FitForm it
         names): a builder takes each declared setting as a parameter of that name, so a setting it reads but does
         not declare, or declares but does not read, fails at once."""
-        names = [f.name for f in fields(self.settings) if getattr(self.settings, f.name) is not None]
-        return {TYPED.get(name, name): getattr(self, TYPED.get(name, name)) for name in names}
+        declared = {}
+        for name in (f.name for f in fields(self.settings) if getattr(self.settings, f.name) is not None):
+            key = TYPED.get(name, name)
+            has_type = isinstance(getattr(type(self), key, None), property)  # else the value as configured
+            declared[key] = getattr(self, key) if has_type else self.settings.get(name)
+        return declared
 
     @property
     def level(self) -> float:
