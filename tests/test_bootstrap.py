@@ -20,7 +20,8 @@ from rankscale.plots.common import FigureData
 from rankscale.plots.extrapolation import fig_extrapolation
 from rankscale.statistics import Totals
 from rankscale.tables import Replicates
-from rankscale.tables.laws import TWO_SIZES, contrasts_table, extrapolation_table, fits_table
+from rankscale.tables.extrapolation import TWO_SIZES, extrapolation_table
+from rankscale.tables.laws import contrasts_table, fits_table
 from rankscale.tables.metrics import metrics_table
 from tests.synthetic import summary
 

@@ -129,3 +129,35 @@ def test_tokenizer_keys_never_collide(smoke_config):
     assert keys[1] == "ckpt-v1" and keys[0].startswith("ckpt-v1-")
     assert plans["hub"].tokenizer_key == "EleutherAI--pythia-14m@main" and plans["smoke-a"].tokenizer_key.startswith("ladder-")
     assert build_plan(config, check_paths=False)["m3"].tokenizer_key == keys[3]  # deterministic
+
+
+def test_a_table_setting_is_read_from_where_its_field_says() -> None:
+    """Every `TableSettings` field names where it sits under `analysis:`: a new setting is that field (plus its
+    schema default and its line in docs/configuration.md), and each table's params hold the ones it declares."""
+    from dataclasses import fields
+
+    from rankscale.config import validate
+    from rankscale.plan import table_settings
+    from rankscale.tables import TABLES, TableSettings
+
+    config = validate(yaml.safe_load((REPO / "config/config.yaml").read_text()))
+    analysis, bootstrap = config["analysis"], config["analysis"]["bootstrap"]
+    where = {f.name: f.metadata["analysis"] for f in fields(TableSettings)}
+    assert where == {"level": "bootstrap.level", "law_k": "law_k", "law_form": "law_form", "forms": "forms",
+                     "refits": "bootstrap.refits", "seed": "bootstrap.seed"}  # fmt: skip
+    expected = {"level": bootstrap["level"], "law_k": analysis["law_k"], "law_form": analysis["law_form"],
+                "forms": analysis["forms"], "refits": bootstrap["refits"], "seed": bootstrap["seed"]}  # fmt: skip
+    for name, table in TABLES.items():
+        assert table_settings(config, name) == {s: expected[s] for s in table.settings}, name
+
+
+def test_a_builder_gets_its_declared_settings_typed_by_name() -> None:
+    from rankscale.laws import FORMS
+    from rankscale.tables import TableInputs, TableSettings
+
+    settings = TableSettings.from_params({"level": 0.9, "law_form": "power_law", "seed": 3, "law_k": [1, 10]})
+    inputs = TableInputs([], settings, {}, None)
+    assert inputs.declared() == {"level": 0.9, "form": FORMS["power_law"], "seed": 3, "law_k": [1, 10]}
+    assert inputs.form is FORMS["power_law"] and inputs.seed == 3 and isinstance(inputs.level, float)
+    with pytest.raises(KeyError, match="reads analysis setting 'refits' but does not declare it"):
+        _ = inputs.refits

@@ -1,10 +1,10 @@
-"""The five recipes of CONTRIBUTING.md, followed to the letter: each marked code block of that file is
+"""The six recipes of CONTRIBUTING.md, followed to the letter: each marked code block of that file is
 copied into a copy of the workflow exactly as written there (a configuration block is merged into the
 configuration run), and the real rules run on it.
 
 A new metric (the mean reciprocal rank, a genuinely new per-document statistic), a new fit form
-(y = a + b log S), a new dataset source, a new figure and a new stratum kind (in-context repeats): each
-must come out of the real workflow with its values checked against brute force.
+(y = a + b log S), a new dataset source, a new figure, a new stratum kind (in-context repeats) and a new table
+(RBP_k - RBP_1): each must come out of the real workflow with its values checked against brute force.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def layout_of(work: Path, *config_files: str) -> Layout:
 
 def test_every_recipe_has_its_blocks() -> None:
     found = {name for name, *_ in recipes()}
-    assert found == {"metric", "form", "source", "figure", "stratum"}, found
+    assert found == {"metric", "form", "source", "figure", "stratum", "table"}, found
 
 
 @pytest.fixture(scope="module")
@@ -177,6 +177,29 @@ def test_a_new_figure_is_drawn_by_its_own_job(extended):
     for ext in ("png", "pdf"):
         assert (extended.work / f"results/toy/figures/fig_mrr.{ext}").stat().st_size > 5000
     assert planned_jobs(extended.work, *extended.args) == {}  # and up to date afterwards
+
+
+def test_a_new_table_is_built_by_its_own_job(extended):
+    """RBP_k - RBP_1 at every k of `analysis.law_k` above 1, as brute force from the real rank arrays says, inside
+    its interval; a job of its own, which a change of the law form does not rerun and one of the level does."""
+    assert extended.plan[job_key("table", table="rbp_gain")] == 1
+    schema = yaml.safe_load((REPO / "config/schema.yaml").read_text())
+    law_k = extended.config["analysis"].get("law_k", schema["properties"]["analysis"]["properties"]["law_k"]["default"])
+    gain = read_table(extended.work / "results/toy/tables/rbp_gain.csv")
+    models, datasets = models_of(extended.config), list(extended.config["datasets"])
+    expected = {(m, d, k) for m in models for d in datasets for k in law_k if k > 1}
+    assert set(zip(gain["model"], gain["dataset"], gain["k"], strict=True)) == expected and len(gain) == len(expected)
+    for row in gain.itertuples():
+        ranks = [extended.work / extended.files.ranks(row.model, row.dataset, ext) for ext in ("npz", "json")]
+        rank = load_rank_arrays(*ranks)[0].rank
+        assert row.gain == pytest.approx(np.mean((rank > 1) & (rank <= row.k)), rel=1e-12, abs=1e-15)
+        assert 0 <= row.ci_low <= row.gain <= row.ci_high <= 1 and row.ci_low < row.ci_high
+    for change, reruns in (({"law_form": "log_linear"}, False), ({"bootstrap": {"level": 0.9}}, True)):
+        config = copy.deepcopy(extended.config) | {"run": "toy"}
+        config["analysis"] = config.get("analysis", {}) | change
+        (extended.work / "config/toy_change.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        jobs = planned_jobs(extended.work, "--configfile", "config/toy_change.yaml")
+        assert (job_key("table", table="rbp_gain") in jobs) is reruns, (change, jobs)
 
 
 def test_a_new_fit_form_is_compared_by_the_real_rule(extended):

@@ -13,8 +13,8 @@ import yaml
 
 from rankscale.canon import text_key
 from rankscale.config import ConfigError
-from rankscale.layout import DEFAULT_RUN, layout, run_name
-from rankscale.plan import build_plan
+from rankscale.layout import DEFAULT_RUN, run_name
+from rankscale.plan import build_plan, layout
 from tests.conftest import REPO, copy_run, file_states, files, output_jobs, planned_jobs, snakemake
 
 SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())

@@ -10,8 +10,8 @@ import yaml
 
 from rankscale.config import validate
 from rankscale.formats import RANK_FORMAT
-from rankscale.layout import Layout, layout
-from rankscale.plan import build_plan, ladder_dir
+from rankscale.layout import Layout
+from rankscale.plan import build_plan, ladder_dir, layout
 from rankscale.share import ShareError, dvc_stages, load_config, sidecar_mismatches, write_dvc_yaml
 from tests.conftest import REPO
 

@@ -27,7 +27,8 @@ from rankscale.summary import Summary
 from rankscale.tables import TABLES, Replicates, read_table
 from rankscale.tables.cross_family import NO_LAW_FAMILY, cross_family_table
 from rankscale.tables.emergence import emergence_laws_table
-from rankscale.tables.laws import TWO_SIZES, contrasts_table, extrapolation_table, fits_table
+from rankscale.tables.extrapolation import TWO_SIZES, extrapolation_table
+from rankscale.tables.laws import contrasts_table, fits_table
 from rankscale.tables.metrics import metrics_table
 from rankscale.tables.selection import ONE_SIZE
 from rankscale.tables.training import joint_fits_table

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rankscale.canon import canonical, text_key
+from rankscale.layout import DOWNLOADS, Layout
 
 if TYPE_CHECKING:
     from rankscale.models import ModelSource
     from rankscale.plan.types import ModelPlan
 
-DOWNLOADS_ROOT = "resources/downloads"
 # what from_pretrained reads: config, safetensors weights (and their index), tokenizer files; not other formats
 MODEL_FILES = ("*.json", "*.safetensors", "*.txt", "*.model", "*.tiktoken")
 TOKENIZER_FILES = ("*.json", "*.txt", "*.model", "*.tiktoken")
@@ -52,7 +52,7 @@ class HubDownload:
 
     @property
     def record(self) -> str:
-        return f"{DOWNLOADS_ROOT}/{self.key}.json"
+        return Layout.download(self.key)
 
     def patterns(self) -> list[str]:
         files = list(TOKENIZER_FILES if self.tokenizer_only else MODEL_FILES)
@@ -146,6 +146,6 @@ def check_cached(record: Mapping[str, Any], label: str) -> str:
             f"cache {constants.HF_HUB_CACHE} on this machine ({platform.node()}); it was downloaded into "
             f"{record['cache']} on {record['host']}. Compute jobs run offline: put the cache on a file system "
             "both share (HF_HOME or HF_HUB_CACHE, set before running snakemake), or delete "
-            f"{DOWNLOADS_ROOT}/ and rerun to download again"
+            f"{DOWNLOADS}/ and rerun to download again"
         )
     return str(record["commit"])

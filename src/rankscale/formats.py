@@ -19,7 +19,7 @@ from rankscale.fingerprint import FormatVersion
 
 CORPUS_FORMAT = FormatVersion(version=1, code="05180e636e620c7a", scripts=("corpus",))
 # version 2: each document begins with the start tokens its tokenizer adds (a BOS), never with an appended EOS
-RANK_FORMAT = FormatVersion(version=2, code="a0b00977ad24b720", scripts=("tokenize", "extract"))
+RANK_FORMAT = FormatVersion(version=2, code="affdfd275f1d7cfc", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
     version=1, code="883537300391be71", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )

@@ -21,8 +21,8 @@ from typing import Any
 
 from rankscale.atomic import atomic_dir
 from rankscale.fingerprint import file_digest
+from rankscale.layout import Layout
 
-GGUF_ROOT = "resources/gguf"
 INFO_FILE = "gguf.json"  # in a converted directory: what it was converted from
 INSTALL_HINT = "pip install -e '.[gguf]' (or pip install gguf)"
 
@@ -40,7 +40,7 @@ class GgufSource:
 
     @property
     def directory(self) -> str:
-        return f"{GGUF_ROOT}/{self.digest}"
+        return Layout.gguf_model(self.digest)
 
 
 def package_file(package: str, name: str, where: str) -> Path:

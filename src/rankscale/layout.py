@@ -5,34 +5,214 @@ recompute nothing. So:
 
 - a corpus, a token file, a rank array and a summary each sit at `<name>-<key>`, the key a hash of everything
   its content depends on (the dataset's definition, the tokenizer and tokenization, the model's identity, the
-  summary settings and model facts). Two configurations that define `humaneval` differently get two corpora;
-  two that define it alike share one. The names stay in the path for a reader; the key makes it unique.
+  summary settings and model facts: `rankscale.plan.files` computes them). Two configurations that define
+  `humaneval` differently get two corpora; two that define it alike share one. The names stay in the path for a
+  reader; the key makes it unique.
 - tables, figures, the report, the manifest and the tables' and figures' logs and benchmarks go under
   `results/<run>/`, the run named by the configuration's `run:` or, failing that, its file's name
   (`default` for config/config.yaml).
 
 Downloads (`resources/downloads/<repo>@<revision>`), converted GGUF models (`resources/gguf/<digest>`) and the
 ladder (`resources/ladder/<key>`) are keyed by meaning where they are made.
+
+This module is the one place a path under results/, resources/ or logs/ is written (tests/test_layout_paths.py
+holds every other file to that): `Layout`'s patterns are the rules' `output:`, `log:` and `benchmark:` wildcard
+patterns, and its methods fill them in. It imports no other part of the package but two leaves, so that any
+module can read its paths here.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from rankscale.canon import KEY_CHARS, keyed_name, short_hash
+from rankscale.canon import keyed_name
 from rankscale.config import ConfigError
-from rankscale.formats import CORPUS_FORMAT, RANK_FORMAT
-from rankscale.plan.keys import corpus_params, tokenizer_params, tokenizer_sources
-from rankscale.plan.settings import summary_settings, training_params
-from rankscale.plan.types import ModelPlan
 
+RESULTS, RESOURCES, LOGS = "results", "resources", "logs"
 DEFAULT_RUN = "default"  # the run of config/config.yaml
-KEY_PATTERN = f"[0-9a-f]{{{KEY_CHARS}}}"
-# results/<name>/ already holding intermediates: a run may not be called so
-RESERVED_RUNS = ("corpus", "tokens", "token_kinds", "ranks", "summary", "benchmarks")
+DOWNLOADS = f"{RESOURCES}/downloads"  # <key>.json: what a hub download fetched (rankscale.downloads)
+GGUF_MODELS = f"{RESOURCES}/gguf"  # <digest>/: a GGUF file converted to a model directory (rankscale.gguf)
+LADDERS = f"{RESOURCES}/ladder"  # <key>/: one ladder's text, tokenizer, states and models (rankscale.plan.ladder_dir)
+NO_LADDER = f"{LADDERS}/none"  # the ladder directory of a configuration without a ladder
+
+
+def fill(pattern: str, **values: Any) -> str:
+    """`pattern` with the wildcards `values` names filled in; the others stay, for Snakemake to match."""
+    return re.sub(r"\{(\w+)\}", lambda m: str(values[m[1]]) if m[1] in values else m[0], pattern)
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """The files of one ladder, `resources/ladder/<key>/`, and where its jobs log."""
+
+    dir: str
+
+    @property
+    def corpus(self) -> str:
+        """The training text, kept free of every evaluated dataset's."""
+        return f"{self.dir}/train_corpus.jsonl"
+
+    @property
+    def tokenizer(self) -> str:
+        return f"{self.dir}/tokenizer"
+
+    @property
+    def counts(self) -> str:
+        """The training text's length in tokens (seq_len is checked against it at plan time)."""
+        return f"{self.dir}/train_tokens.json"
+
+    @property
+    def tokens(self) -> str:
+        """The training text tokenized once, for every training job."""
+        return f"{self.dir}/train_tokens.npz"
+
+    @property
+    def states(self) -> str:
+        """Training states, saved on a run's way to its checkpoints (rankscale.training)."""
+        return f"{self.dir}/states"
+
+    def model(self, name: str = "{model}") -> str:
+        return f"{self.dir}/models/{name}"
+
+    @property
+    def logs(self) -> str:
+        """One ladder's logs and benchmarks beside another's."""
+        return f"{LOGS}/ladder/{Path(self.dir).name}"
+
+    def log(self, step: str) -> str:
+        return f"{self.logs}/{step}.log"
+
+    def benchmark(self, model: str = "{model}") -> str:
+        return f"{self.logs}/benchmarks/{model}.tsv"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The paths of one configuration's files. Build it with `rankscale.plan.layout()`; every rule and tool reads
+    paths here."""
+
+    # intermediates every configuration shares, keyed by meaning: `<dataset>-<key>` stems the rules' wildcards match
+    CORPUS: ClassVar[str] = f"{RESULTS}/corpus/{{corpus}}"  # .jsonl: the documents; .json: their sidecar
+    TOKENS: ClassVar[str] = f"{RESULTS}/tokens/{{tok}}/{{tokens}}"  # .npz: the token ids; .npz.json: their sidecar
+    TOKEN_KINDS: ClassVar[str] = f"{RESULTS}/token_kinds/{{tok}}"  # .npz: each token's kind and bytes; .npz.json
+    RANKS: ClassVar[str] = f"{RESULTS}/ranks/{{model}}/{{ranks}}"  # .npz: ranks and log-probs; .json: their sidecar
+    SUMMARY: ClassVar[str] = f"{RESULTS}/summary/{{model}}/{{summary}}"  # .json, .hist.npz, .boot.npz
+    BENCHMARKS: ClassVar[str] = f"{RESULTS}/benchmarks"  # of the jobs that make intermediates
+    EXTRACT_BENCHMARK: ClassVar[str] = f"{BENCHMARKS}/extract/{{model}}/{{ranks}}.tsv"
+    SUMMARIZE_BENCHMARK: ClassVar[str] = f"{BENCHMARKS}/summarize/{{model}}/{{summary}}.tsv"
+    GGUF_BENCHMARK: ClassVar[str] = f"{BENCHMARKS}/gguf_convert/{{digest}}.tsv"
+    DOWNLOAD: ClassVar[str] = f"{DOWNLOADS}/{{download}}.json"
+    GGUF: ClassVar[str] = f"{GGUF_MODELS}/{{digest}}"
+    # this configuration's own outputs
+    RUN: ClassVar[str] = f"{RESULTS}/{{run}}"
+    MANIFEST: ClassVar[str] = f"{RUN}/manifest.json"
+
+    run: str
+    corpus_keys: Mapping[str, str]  # dataset -> its corpus file's stem
+    token_keys: Mapping[tuple[str, str], str]  # (tokenizer key, dataset) -> its token file's stem
+    rank_keys: Mapping[tuple[str, str], str]  # (model, dataset) -> its rank array's stem
+    summary_keys: Mapping[tuple[str, str], str]  # (model, dataset) -> its summary's stem
+    tokenizers: Mapping[str, str]  # model -> tokenizer key
+    ladder: Ladder = Ladder(NO_LADDER)
+
+    def corpus(self, dataset: str, ext: str = "jsonl") -> str:
+        """`jsonl`: the documents; `json`: their sidecar."""
+        return f"{fill(self.CORPUS, corpus=self.corpus_keys[dataset])}.{ext}"
+
+    def tokens(self, tok: str, dataset: str, suffix: str = "npz") -> str:
+        """`npz`: the token ids; `npz.json`: their sidecar."""
+        return f"{fill(self.TOKENS, tok=tok, tokens=self.token_keys[(tok, dataset)])}.{suffix}"
+
+    def model_tokens(self, model: str, dataset: str, suffix: str = "npz") -> str:
+        return self.tokens(self.tokenizers[model], dataset, suffix)
+
+    @classmethod
+    def tokens_dir(cls, tok: str) -> str:
+        """Every token file of tokenizer `tok`."""
+        return fill(cls.TOKENS, tok=tok).rsplit("/", 1)[0]
+
+    @classmethod
+    def token_kinds(cls, tok: str, suffix: str = "npz") -> str:
+        """`npz`: what each token id of tokenizer `tok` is; `npz.json`: its sidecar."""
+        return f"{fill(cls.TOKEN_KINDS, tok=tok)}.{suffix}"
+
+    def ranks(self, model: str, dataset: str, ext: str = "npz") -> str:
+        """`npz`: the ranks and log-probs; `json`: their sidecar."""
+        return f"{fill(self.RANKS, model=model, ranks=self.rank_keys[(model, dataset)])}.{ext}"
+
+    @classmethod
+    def ranks_dir(cls, model: str) -> str:
+        """Every rank array of `model`."""
+        return fill(cls.RANKS, model=model).rsplit("/", 1)[0]
+
+    def summary(self, model: str, dataset: str, suffix: str = "json") -> str:
+        """`json`, `hist.npz` or `boot.npz`."""
+        return f"{fill(self.SUMMARY, model=model, summary=self.summary_keys[(model, dataset)])}.{suffix}"
+
+    def extract_benchmark(self, model: str, dataset: str) -> str:
+        return fill(self.EXTRACT_BENCHMARK, model=model, ranks=self.rank_keys[(model, dataset)])
+
+    def summarize_benchmark(self, model: str, dataset: str) -> str:
+        return fill(self.SUMMARIZE_BENCHMARK, model=model, summary=self.summary_keys[(model, dataset)])
+
+    @classmethod
+    def gguf_benchmark(cls, digest: str) -> str:
+        return fill(cls.GGUF_BENCHMARK, digest=digest)
+
+    @classmethod
+    def download(cls, key: str) -> str:
+        """The record of a hub download: what it fetched, and the commit it got."""
+        return fill(cls.DOWNLOAD, download=key)
+
+    @classmethod
+    def gguf_model(cls, digest: str) -> str:
+        """The model directory a GGUF file is converted into."""
+        return fill(cls.GGUF, digest=digest)
+
+    @staticmethod
+    def log(step: str, stem: str) -> str:
+        """The log of a job of rule `step` that makes an intermediate (`stem`: the wildcards of its file)."""
+        return f"{LOGS}/{step}/{stem}.log"
+
+    @staticmethod
+    def dataset_of(stem: str) -> str:
+        """The dataset a file stem (`<dataset>-<key>`) belongs to."""
+        return keyed_name(stem)
+
+    @property
+    def out(self) -> str:
+        """This configuration's own directory: tables/, figures/, logs/, benchmarks/, manifest.json, report.html."""
+        return fill(self.RUN, run=self.run)
+
+    @property
+    def manifest(self) -> str:
+        return fill(self.MANIFEST, run=self.run)
+
+    def table(self, name: str = "{table}") -> str:
+        return f"{self.out}/tables/{name}.csv"
+
+    def table_page(self, name: str = "{table}") -> str:
+        """The table as the report shows it (rankscale.report.pages)."""
+        return f"{self.out}/report/tables/{name}.html"
+
+    def figure(self, name: str = "{figure}", ext: str = "{ext}") -> str:
+        return f"{self.out}/figures/{name}.{ext}"
+
+    def run_log(self, kind: str, name: str) -> str:
+        """The log of the job that made table or figure `name` (`kind`: tables, figures)."""
+        return f"{self.out}/logs/{kind}/{name}.log"
+
+    def run_benchmark(self, kind: str, name: str) -> str:
+        """The benchmark of the job that made table or figure `name` (`kind`: tables, figures)."""
+        return f"{self.out}/benchmarks/{kind}/{name}.tsv"
+
+
+INTERMEDIATES = (Layout.CORPUS, Layout.TOKENS, Layout.TOKEN_KINDS, Layout.RANKS, Layout.SUMMARY, Layout.BENCHMARKS)
+RESERVED_RUNS = tuple(dict.fromkeys(Path(p).parts[1] for p in INTERMEDIATES))  # a run may not be called so
 
 
 def run_name(config: Mapping[str, Any], config_files: Sequence[str | Path], default_config: str | Path) -> str:
@@ -49,102 +229,3 @@ def run_name(config: Mapping[str, Any], config_files: Sequence[str | Path], defa
         raise ConfigError(f"{where}: {name!r} is a directory of intermediate files under results/; set `run:` "
                           f"to another name (not one of {', '.join(RESERVED_RUNS)})")  # fmt: skip
     return name
-
-
-def corpus_spec(config: Mapping[str, Any], dataset: str) -> dict[str, Any]:
-    """What a corpus depends on: its entry less the settings later steps apply (so no needless rerun), and the
-    corpus format version (a bump recomputes the corpora and all made from them). The corpus rule's params."""
-    return CORPUS_FORMAT.params(corpus_params(config["datasets"][dataset]))
-
-
-def tokenize_source(plans: Mapping[str, ModelPlan], tok: str) -> dict[str, Any]:
-    """What tokenizer key `tok` loads, with the rank format: the tokenize rule's `source` params."""
-    return RANK_FORMAT.params(tokenizer_params(tokenizer_sources(dict(plans))[tok], tok))
-
-
-def _key(name: str, meaning: Any) -> str:
-    return f"{name}-{short_hash(meaning, KEY_CHARS)}"
-
-
-@dataclass(frozen=True)
-class Layout:
-    """The paths of one configuration's files. Build it with `layout()`; every rule and tool reads paths here."""
-
-    run: str
-    corpus_keys: Mapping[str, str]  # dataset -> its corpus file's stem
-    token_keys: Mapping[tuple[str, str], str]  # (tokenizer key, dataset) -> its token file's stem
-    rank_keys: Mapping[tuple[str, str], str]  # (model, dataset) -> its rank array's stem
-    summary_keys: Mapping[tuple[str, str], str]  # (model, dataset) -> its summary's stem
-    tokenizers: Mapping[str, str]  # model -> tokenizer key
-
-    def corpus(self, dataset: str, ext: str = "jsonl") -> str:
-        """`jsonl`: the documents; `json`: their sidecar."""
-        return f"results/corpus/{self.corpus_keys[dataset]}.{ext}"
-
-    def tokens(self, tok: str, dataset: str, suffix: str = "npz") -> str:
-        """`npz`: the token ids; `npz.json`: their sidecar."""
-        return f"results/tokens/{tok}/{self.token_keys[(tok, dataset)]}.{suffix}"
-
-    def model_tokens(self, model: str, dataset: str, suffix: str = "npz") -> str:
-        return self.tokens(self.tokenizers[model], dataset, suffix)
-
-    def ranks(self, model: str, dataset: str, ext: str = "npz") -> str:
-        """`npz`: the ranks and log-probs; `json`: their sidecar."""
-        return f"results/ranks/{model}/{self.rank_keys[(model, dataset)]}.{ext}"
-
-    def summary(self, model: str, dataset: str, suffix: str = "json") -> str:
-        """`json`, `hist.npz` or `boot.npz`."""
-        return f"results/summary/{model}/{self.summary_keys[(model, dataset)]}.{suffix}"
-
-    def extract_benchmark(self, model: str, dataset: str) -> str:
-        return f"results/benchmarks/extract/{model}/{self.rank_keys[(model, dataset)]}.tsv"
-
-    def summarize_benchmark(self, model: str, dataset: str) -> str:
-        return f"results/benchmarks/summarize/{model}/{self.summary_keys[(model, dataset)]}.tsv"
-
-    @staticmethod
-    def dataset_of(stem: str) -> str:
-        """The dataset a file stem (`<dataset>-<key>`) belongs to."""
-        return keyed_name(stem)
-
-    @property
-    def out(self) -> str:
-        """This configuration's own directory: tables/, figures/, logs/, benchmarks/, manifest.json, report.html."""
-        return f"results/{self.run}"
-
-
-def layout(
-    config: Mapping[str, Any], plans: Mapping[str, ModelPlan], config_files: Sequence[str | Path] = (),
-    default_config: str | Path = "config/config.yaml",
-) -> Layout:  # fmt: skip
-    """Every file key of a validated configuration and its plan."""
-    datasets = sorted(config["datasets"])
-    corpus_keys = {d: _key(d, corpus_spec(config, d)) for d in datasets}
-    special = config["tokenization"]["add_special_tokens"]
-    toks = dict.fromkeys(plan.tokenizer_key for plan in plans.values())
-    sources = {tok: tokenize_source(plans, tok) for tok in toks}
-    token_keys = {
-        (tok, d): _key(d, {"corpus": corpus_keys[d], "source": sources[tok], "special": special})
-        for tok in toks
-        for d in datasets
-    }
-    rank_keys, summary_keys = {}, {}
-    settings = summary_settings(config)
-    for name, plan in plans.items():
-        for d in datasets:
-            tokens = f"{plan.tokenizer_key}/{token_keys[(plan.tokenizer_key, d)]}"
-            meaning = {"tokens": tokens, "identity": plan.identity(d).params()}
-            if plan.ladder:  # its weights are the workflow's own output: what they were trained with is their identity
-                meaning["training"] = {**training_params(config, plan), "stop_at": plan.checkpoint}
-            rank_keys[(name, d)] = _key(d, meaning)
-            summary_keys[(name, d)] = _key(
-                d, {"ranks": f"{name}/{rank_keys[(name, d)]}", "settings": settings, "model": plan.info()}
-            )
-    return Layout(
-        run=run_name(config, config_files, default_config),
-        corpus_keys=corpus_keys,
-        token_keys=token_keys,
-        rank_keys=rank_keys,
-        summary_keys=summary_keys,
-        tokenizers={name: plan.tokenizer_key for name, plan in plans.items()},
-    )

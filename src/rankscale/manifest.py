@@ -20,6 +20,7 @@ from typing import Any
 
 from rankscale.atomic import write_json
 from rankscale.canon import canonical, short_hash
+from rankscale.layout import DEFAULT_RUN, Layout, fill
 
 PACKAGES = ("rankscale", "snakemake", "torch", "transformers", "tokenizers", "huggingface_hub", "datasets",
             "numpy", "scipy", "pandas", "matplotlib")  # fmt: skip
@@ -122,7 +123,7 @@ def write(manifest: Manifest, path: Path) -> bool:
     return True
 
 
-REPORTED = "results/default/manifest.json"  # the workflow sets its configuration's (common.smk)
+REPORTED = fill(Layout.MANIFEST, run=DEFAULT_RUN)  # the workflow sets its configuration's (common.smk)
 
 
 def report_fields(path: str | Path) -> dict[str, str | int | float]:

@@ -33,8 +33,8 @@ import yaml
 
 from rankscale.config import load_yaml, validate
 from rankscale.identity import CORPUS_SHA, OWN_SHA, problems
-from rankscale.layout import Layout, layout
-from rankscale.plan import TRAIN_TOKENS, ModelPlan, build_plan
+from rankscale.layout import Layout
+from rankscale.plan import ModelPlan, build_plan, layout
 
 DEFAULT_CONFIG = "config/config.yaml"
 SCHEMA = "config/schema.yaml"
@@ -121,27 +121,23 @@ def dvc_stages(
 ) -> list[Stage]:
     """Every stage for this plan: shared inputs first, then one per model."""
     corpus = tuple(files.corpus(d, ext) for d in datasets for ext in ("jsonl", "json"))
-    home = next((str(Path(p.source.location).parent.parent) for p in plans.values() if p.ladder), None)
+    home = files.ladder if any(p.ladder for p in plans.values()) else None
     # the training text (and its token ids, which every training job reads) and the tokenizer
-    ladder = (
-        (f"{home}/train_corpus.jsonl", f"{home}/{TRAIN_TOKENS}", f"{home}/tokenizer", f"{home}/train_tokens.npz")
-        if home
-        else ()
-    )
+    ladder = (home.corpus, home.counts, home.tokenizer, home.tokens) if home else ()
     stages = [Stage("corpus", snakemake_cmd(config_files, corpus), corpus)]
     if home:
         stages.append(Stage("ladder", snakemake_cmd(config_files, ladder[2:]), ladder))
     ladder_key = next((p.tokenizer_key for p in plans.values() if p.ladder), None)
     for key in dict.fromkeys(p.tokenizer_key for p in plans.values()):
         targets = [files.tokens(key, d) for d in datasets]
-        deps = corpus + ((f"{home}/tokenizer",) if key == ladder_key else ())
+        deps = corpus + ((home.tokenizer,) if home and key == ladder_key else ())
         stages.append(
-            Stage(stage_name("tokens", key), snakemake_cmd(config_files, targets), (f"results/tokens/{key}",), deps)
+            Stage(stage_name("tokens", key), snakemake_cmd(config_files, targets), (files.tokens_dir(key),), deps)
         )
     for name, plan in plans.items():
         targets = [files.ranks(name, d) for d in datasets]
-        outs = (f"results/ranks/{name}",) + ((plan.source.location,) if plan.ladder else ())
-        deps = (f"results/tokens/{plan.tokenizer_key}",) + (ladder if plan.ladder else ())
+        outs = (files.ranks_dir(name),) + ((plan.source.location,) if plan.ladder else ())
+        deps = (files.tokens_dir(plan.tokenizer_key),) + (ladder if plan.ladder else ())
         stages.append(Stage(stage_name("model", name), snakemake_cmd(config_files, targets), outs, deps))
     names = [s.name for s in stages]
     clashes = sorted({n for n in names if names.count(n) > 1})
@@ -234,7 +230,7 @@ def restore(root: Path, config_files: Sequence[str]) -> Restored:
             out
             for s in dvc_stages({m: plans[m] for m in models}, datasets, config_files, files)
             for out in s.outs
-            if not out.startswith("results/ranks/")
+            if out not in {files.ranks_dir(m) for m in models}
         ]
         missing = [out for out in upstream if not (root / out).exists()]
         if missing:

@@ -7,9 +7,9 @@ rule summarize:
     input:
         unpack(summarize_inputs),
     output:
-        summary="results/summary/{model}/{summary}.json",
-        hist="results/summary/{model}/{summary}.hist.npz",
-        boot="results/summary/{model}/{summary}.boot.npz",
+        summary=f"{Layout.SUMMARY}.json",
+        hist=f"{Layout.SUMMARY}.hist.npz",
+        boot=f"{Layout.SUMMARY}.boot.npz",
     params:
         settings=SUMMARY_SETTINGS,
         code=CODE["summarize"],
@@ -17,9 +17,9 @@ rule summarize:
         identity=lambda wc: PLAN[wc.model].identity(dataset(wc)).params(),
         dataset=lambda wc, output: dataset(wc),
     log:
-        "logs/summarize/{model}/{summary}.log",
+        Layout.log("summarize", "{model}/{summary}"),
     benchmark:
-        "results/benchmarks/summarize/{model}/{summary}.tsv"
+        Layout.SUMMARIZE_BENCHMARK
     conda:
         "../../envs/analysis.yaml"
     script:
@@ -30,23 +30,23 @@ rule table:
     input:
         unpack(table_inputs),
     output:
-        csv=f"{OUT}/tables/{{table}}.csv",
+        csv=LAYOUT.table(),
         # the table as the report shows it: a sortable, searchable page made from the CSV (rankscale.report.pages)
         page=reported(
-            f"{OUT}/report/tables/{{table}}.html",
+            LAYOUT.table_page(),
             caption="../report/table.rst",
             category="Tables",
             subcategory=lambda wc: subcategory(TABLES[wc.table].section),
-            labels=lambda wc: table_labels(wc.table, f"{OUT}/tables/{wc.table}.csv"),
+            labels=lambda wc: table_labels(wc.table, LAYOUT.table(wc.table)),
         ),
     params:
         settings=lambda wc: table_settings(config, wc.table),
         code=CODE["table"],
         caption=lambda wc, output: TABLES[wc.table].caption,
     log:
-        f"{OUT}/logs/tables/{{table}}.log",
+        LAYOUT.run_log("tables", "{table}"),
     benchmark:
-        f"{OUT}/benchmarks/tables/{{table}}.tsv"
+        LAYOUT.run_benchmark("tables", "{table}")
     conda:
         "../../envs/analysis.yaml"
     script:

@@ -16,16 +16,17 @@ from rankscale.config import ConfigError, load_yaml, validate  # noqa: E402
 from rankscale.downloads import extraction_downloads, hub_downloads  # noqa: E402
 from rankscale.fingerprint import code_digest  # noqa: E402
 from rankscale import manifest as manifest_module  # noqa: E402
-from rankscale.layout import corpus_spec, layout, tokenize_source  # noqa: E402
+from rankscale.layout import Layout  # noqa: E402
 from rankscale.plan import (  # noqa: E402
-    TRAIN_TOKENS,
     build_plan,
     corpus_params,
+    corpus_spec,
     figure_settings,
-    ladder_dir,
+    layout,
     run_checkpoints,
     summary_settings,
     table_settings,
+    tokenize_source,
     tokenizer_params,
     tokenizer_sources,
     training_params,
@@ -42,7 +43,7 @@ try:
         load_yaml(configfile)
     validate(config, Path(workflow.basedir) / "config/schema.yaml")
     PLAN = build_plan(config, validated=True)  # validated once, just above
-    # every path: intermediates keyed by meaning, this configuration's tables and figures under results/<run>/
+    # every path (rankscale.layout): intermediates keyed by meaning, this configuration's own files under OUT
     LAYOUT = layout(config, PLAN, workflow.configfiles, Path(workflow.basedir) / "config/config.yaml")
 except ConfigError as exc:
     raise WorkflowError(f"config error: {exc}") from None
@@ -60,7 +61,7 @@ TOKENIZERS = tokenizer_sources(PLAN)
 GGUF = {plan.gguf.digest: plan.gguf for plan in PLAN.values() if plan.gguf}  # converted once each
 DOWNLOADS = hub_downloads(PLAN)  # hub repositories, fetched once each before any extraction (rule download)
 LADDER = config.get("ladder")
-LADDER_DIR = ladder_dir(config, validated=True)
+LADDER_FILES = LAYOUT.ladder  # resources/ladder/<key>: the ladder's text, tokenizer, states and models
 
 # what summaries are computed with: every k a table or figure reads is on their k grid
 SUMMARY_SETTINGS = summary_settings(config)
@@ -73,10 +74,10 @@ CODE = {
 }
 
 OUT = LAYOUT.out  # results/<run>: this configuration's own outputs
-MANIFEST = f"{OUT}/manifest.json"
+MANIFEST = LAYOUT.manifest
 manifest_module.REPORTED = MANIFEST  # what `--report` shows (workflow/report/metadata.yaml, in this process)
-TABLE_FILES = expand(f"{OUT}/tables/{{table}}.csv", table=TABLES)
-TABLE_PAGES = expand(f"{OUT}/report/tables/{{table}}.html", table=TABLES)  # the tables as the report shows them
+TABLE_FILES = expand(LAYOUT.table(), table=TABLES)
+TABLE_PAGES = expand(LAYOUT.table_page(), table=TABLES)  # the tables as the report shows them
 # The report: its landing page is written with the manifest when a run succeeds (rankscale.report.landing). Before
 # any run has succeeded there is nothing to report: outputs are not marked for it (Snakemake would stop at the
 # first missing one) and the report's one line says so (workflow/report/no_results.rst). --report-after-run
@@ -84,8 +85,7 @@ TABLE_PAGES = expand(f"{OUT}/report/tables/{{table}}.html", table=TABLES)  # the
 LANDING = Path(OUT, landing.LANDING).resolve()
 REPORTABLE = Path(MANIFEST).is_file() or "--report-after-run" in sys.argv
 REPORT_PAGE = str(LANDING) if LANDING.is_file() or "--report-after-run" in sys.argv else "workflow/report/no_results.rst"
-FIGURE_FILES = expand(f"{OUT}/figures/{{figure}}.{{ext}}", figure=FIGURES, ext=["png", "pdf"])
-LADDER_LOGS = f"logs/ladder/{Path(LADDER_DIR).name}"  # one ladder's logs and benchmarks beside another's
+FIGURE_FILES = expand(LAYOUT.figure(), figure=FIGURES, ext=["png", "pdf"])
 
 
 def alternatives(names):
@@ -112,10 +112,10 @@ def write_manifest():
     benchmarks = {
         "extract": [Path(LAYOUT.extract_benchmark(m, d)) for m, d in pairs],
         "summarize": [Path(LAYOUT.summarize_benchmark(m, d)) for m, d in pairs],
-        "table": [Path(f"{OUT}/benchmarks/tables/{t}.tsv") for t in TABLES],
-        "figure": [Path(f"{OUT}/benchmarks/figures/{f}.tsv") for f in FIGURES],
-        "ladder_train": [Path(f"{LADDER_LOGS}/benchmarks/{m}.tsv") for m in MODELS if PLAN[m].ladder],
-        "gguf_convert": [Path(f"results/benchmarks/gguf_convert/{g}.tsv") for g in GGUF],
+        "table": [Path(LAYOUT.run_benchmark("tables", t)) for t in TABLES],
+        "figure": [Path(LAYOUT.run_benchmark("figures", f)) for f in FIGURES],
+        "ladder_train": [Path(LADDER_FILES.benchmark(m)) for m in MODELS if PLAN[m].ladder],
+        "gguf_convert": [Path(Layout.gguf_benchmark(g)) for g in GGUF],
     }
     sidecars = [Path(LAYOUT.ranks(m, d, "json")) for m, d in pairs]
     try:
@@ -149,7 +149,7 @@ def runtime_setting(model, key):
 def tokenizer_input(wc):
     """The ladder tokenizer and a converted GGUF model's are workflow outputs; hub and local tokenizers are not."""
     location = TOKENIZERS[wc.tok].tokenizer_location
-    if location == f"{LADDER_DIR}/tokenizer":
+    if location == LADDER_FILES.tokenizer:
         return [location]
     return [location] if any(location == g.directory for g in GGUF.values()) else []
 
@@ -185,7 +185,7 @@ def run_final_model(wc):
     is exported from, and a checkpoint started beside it would hold a job slot (on a cluster, an allocation)
     waiting for the run's lock. `ancient`: a retrained final model does not make its checkpoints stale."""
     plan = PLAN[wc.model]
-    return [] if plan.checkpoint is None else ancient(f"{LADDER_DIR}/models/{plan.size}")
+    return [] if plan.checkpoint is None else ancient(LADDER_FILES.model(plan.size))
 
 
 def summarize_inputs(wc):
@@ -198,7 +198,7 @@ def summarize_inputs(wc):
         "meta": LAYOUT.ranks(wc.model, name, "json"),
         "tokens_meta": LAYOUT.model_tokens(wc.model, name, "npz.json"),
         "corpus_meta": LAYOUT.corpus(name, "json"),
-        "token_table": f"results/token_kinds/{PLAN[wc.model].tokenizer_key}.npz",
+        "token_table": Layout.token_kinds(PLAN[wc.model].tokenizer_key),
     }
 
 
@@ -211,14 +211,14 @@ def table_inputs(wc):
     return {
         "summaries": summaries() if table.summaries or table.resampled else [],
         "replicates": summaries("boot.npz") if table.resampled else [],
-        "tables": [f"{OUT}/tables/{name}.csv" for name in table.needs],
+        "tables": [LAYOUT.table(name) for name in table.needs],
     }
 
 
 def figure_inputs(wc):
     figure = FIGURES[wc.figure]
     return {
-        "tables": [f"{OUT}/tables/{name}.csv" for name in figure.tables],
+        "tables": [LAYOUT.table(name) for name in figure.tables],
         "hists": summaries("hist.npz") if figure.hists else [],
         "summaries": summaries() if figure.hists or figure.resampled else [],  # they verify both
         "replicates": summaries("boot.npz") if figure.resampled else [],

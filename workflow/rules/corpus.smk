@@ -5,13 +5,13 @@
 
 rule corpus:
     output:
-        corpus="results/corpus/{corpus}.jsonl",
-        meta="results/corpus/{corpus}.json",
+        corpus=f"{Layout.CORPUS}.jsonl",
+        meta=f"{Layout.CORPUS}.json",
     params:
         spec=lambda wc: corpus_spec(config, dataset(wc)),
         dataset=lambda wc, output: dataset(wc),  # for messages
     log:
-        "logs/corpus/{corpus}.log",
+        Layout.log("corpus", "{corpus}"),
     conda:
         "../../envs/ml.yaml"
     script:
@@ -24,8 +24,8 @@ rule tokenize:
         corpus_meta=lambda wc: LAYOUT.corpus(dataset(wc), "json"),
         tokenizer=tokenizer_input,
     output:
-        tokens="results/tokens/{tok}/{tokens}.npz",
-        meta="results/tokens/{tok}/{tokens}.npz.json",
+        tokens=f"{Layout.TOKENS}.npz",
+        meta=f"{Layout.TOKENS}.npz.json",
     params:
         source=lambda wc: tokenize_source(PLAN, wc.tok),
         models=lambda wc, output: tokenizer_users(wc.tok),
@@ -35,7 +35,7 @@ rule tokenize:
         # no token file is rewritten, since a changed param would rerun every extraction downstream
         max_scored_tokens=None,
     log:
-        "logs/tokenize/{tok}/{tokens}.log",
+        Layout.log("tokenize", "{tok}/{tokens}"),
     conda:
         "../../envs/ml.yaml"
     script:
@@ -46,13 +46,13 @@ rule token_kinds:
     input:
         tokenizer=tokenizer_input,
     output:
-        table="results/token_kinds/{tok}.npz",
-        meta="results/token_kinds/{tok}.npz.json",
+        table=f"{Layout.TOKEN_KINDS}.npz",
+        meta=f"{Layout.TOKEN_KINDS}.npz.json",
     params:
         source=lambda wc: tokenizer_params(TOKENIZERS[wc.tok], wc.tok),
         code=CODE["token_kinds"],
     log:
-        "logs/token_kinds/{tok}.log",
+        Layout.log("token_kinds", "{tok}"),
     conda:
         "../../envs/ml.yaml"
     script:

@@ -10,8 +10,8 @@ rule extract:
     input:
         unpack(extract_inputs),
     output:
-        ranks="results/ranks/{model}/{ranks}.npz",
-        meta="results/ranks/{model}/{ranks}.json",
+        ranks=f"{Layout.RANKS}.npz",
+        meta=f"{Layout.RANKS}.json",
     params:
         identity=lambda wc: PLAN[wc.model].identity(dataset(wc)).params(),
         dataset=lambda wc, output: dataset(wc),
@@ -22,9 +22,9 @@ rule extract:
         mem_mb=lambda wc: runtime_setting(wc.model, "mem_mb"),
         runtime=lambda wc: runtime_setting(wc.model, "runtime"),
     log:
-        "logs/extract/{model}/{ranks}.log",
+        Layout.log("extract", "{model}/{ranks}"),
     benchmark:
-        "results/benchmarks/extract/{model}/{ranks}.tsv"
+        Layout.EXTRACT_BENCHMARK
     conda:
         "../../envs/ml.yaml"
     script:
@@ -33,12 +33,12 @@ rule extract:
 
 rule download:
     output:
-        "resources/downloads/{download}.json",
+        Layout.DOWNLOAD,
     params:
         spec=lambda wc: DOWNLOADS[wc.download].params(),
         models=lambda wc, output: download_users(wc.download),  # for messages (derived: adding one reruns nothing)
     log:
-        "logs/download/{download}.log",
+        Layout.log("download", "{download}"),
     conda:
         "../../envs/ml.yaml"
     script:
@@ -47,13 +47,13 @@ rule download:
 
 rule gguf_convert:
     output:
-        directory("resources/gguf/{digest}"),
+        directory(Layout.GGUF),
     params:
         file=lambda wc, output: str(GGUF[wc.digest].file),  # derived: the digest in the path is the identity
     log:
-        "logs/gguf/{digest}.log",
+        Layout.log("gguf", "{digest}"),
     benchmark:
-        "results/benchmarks/gguf_convert/{digest}.tsv"
+        Layout.GGUF_BENCHMARK
     conda:
         "../../envs/ml.yaml"
     script:

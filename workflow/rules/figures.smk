@@ -8,21 +8,21 @@ rule figure:
     output:
         # listed in the report under its analysis, by figure number and title (rankscale.plots.FIGURES)
         png=reported(
-            f"{OUT}/figures/{{figure}}.png",
+            LAYOUT.figure(ext="png"),
             caption="../report/figure.rst",
             category="Figures",
             subcategory=lambda wc: FIGURES[wc.figure].subcategory,
             labels=lambda wc: FIGURES[wc.figure].labels(),
         ),
-        pdf=f"{OUT}/figures/{{figure}}.pdf",
+        pdf=LAYOUT.figure(ext="pdf"),
     params:
         settings=lambda wc: figure_settings(config, wc.figure, DATASETS, MODELS),
         code=CODE["figure"],
         caption=lambda wc, output: FIGURES[wc.figure].caption,
     log:
-        f"{OUT}/logs/figures/{{figure}}.log",
+        LAYOUT.run_log("figures", "{figure}"),
     benchmark:
-        f"{OUT}/benchmarks/figures/{{figure}}.tsv"
+        LAYOUT.run_benchmark("figures", "{figure}")
     conda:
         "../../envs/analysis.yaml"
     script:

@@ -6,12 +6,12 @@ rule ladder_corpus:
     input:
         evaluated=[LAYOUT.corpus(d) for d in DATASETS],  # text the ladder must not see
     output:
-        f"{LADDER_DIR}/train_corpus.jsonl",
+        LADDER_FILES.corpus,
     params:
         specs=[corpus_params(spec) for spec in LADDER["corpus"]] if LADDER else [],  # in order: the text's
         names=lambda wc, output: [f"ladder.corpus[{i}]" for i in range(len(LADDER["corpus"]))] if LADDER else [],
     log:
-        f"{LADDER_LOGS}/corpus.log",
+        LADDER_FILES.log("corpus"),
     conda:
         "../../envs/ml.yaml"
     script:
@@ -20,15 +20,15 @@ rule ladder_corpus:
 
 rule ladder_tokenizer:
     input:
-        f"{LADDER_DIR}/train_corpus.jsonl",
+        LADDER_FILES.corpus,
     output:
-        tokenizer=directory(f"{LADDER_DIR}/tokenizer"),
-        counts=f"{LADDER_DIR}/{TRAIN_TOKENS}",  # the text's length in tokens: seq_len is checked at plan time
-        tokens=f"{LADDER_DIR}/train_tokens.npz",  # the text tokenized once for every training job
+        tokenizer=directory(LADDER_FILES.tokenizer),
+        counts=LADDER_FILES.counts,  # the text's length in tokens: seq_len is checked at plan time
+        tokens=LADDER_FILES.tokens,  # the text tokenized once for every training job
     params:
         vocab_size=LADDER["tokenizer"]["vocab_size"] if LADDER else 0,
     log:
-        f"{LADDER_LOGS}/tokenizer.log",
+        LADDER_FILES.log("tokenizer"),
     conda:
         "../../envs/ml.yaml"
     script:
@@ -37,11 +37,11 @@ rule ladder_tokenizer:
 
 rule ladder_train:
     input:
-        tokens=f"{LADDER_DIR}/train_tokens.npz",
-        tokenizer=f"{LADDER_DIR}/tokenizer",
+        tokens=LADDER_FILES.tokens,
+        tokenizer=LADDER_FILES.tokenizer,
         final=run_final_model,
     output:
-        directory(f"{LADDER_DIR}/models/{{model}}"),
+        directory(LADDER_FILES.model()),
     params:
         # what the model's weights depend on (rankscale.plan.training_params): its size, the training every run
         # shares with its seed, and for a checkpoint the tokens it stops at; not the list of checkpoints or
@@ -51,14 +51,14 @@ rule ladder_train:
         stop_at=lambda wc: PLAN[wc.model].checkpoint,
         # derived (they take `output`): the run's checkpoints, whose states are saved on the way, and where
         save_at=lambda wc, output: run_checkpoints(config),
-        states=lambda wc, output: f"{LADDER_DIR}/states",
+        states=lambda wc, output: LADDER_FILES.states,
     # a run's final models first: they save the states their checkpoints are then exported from
     priority: lambda wc: 1 if PLAN[wc.model].final else 0
     threads: LADDER["threads"] if LADDER else 1
     log:
-        f"{LADDER_LOGS}/train/{{model}}.log",
+        LADDER_FILES.log("train/{model}"),
     benchmark:
-        f"{LADDER_LOGS}/benchmarks/{{model}}.tsv"
+        LADDER_FILES.benchmark()
     conda:
         "../../envs/ml.yaml"
     script:

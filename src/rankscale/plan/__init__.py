@@ -3,6 +3,7 @@
 - `types`: `ModelPlan` and `Runtime`, what the plan is made of;
 - `models`: `build_plan`, one `ModelPlan` per model (ladder sizes, their checkpoints, hub and local entries);
 - `keys`: tokenizer keys, the ladder directory, corpus params (file-name keys: `rankscale.canon`);
+- `files`: `layout`, every keyed file's key (where the files live: `rankscale.layout`);
 - `checks`: what the schema cannot check, before any job starts;
 - `settings`: the settings each summary, table and figure job reads.
 """
@@ -10,9 +11,8 @@
 from rankscale.canon import slug, text_key
 from rankscale.config import ConfigError
 from rankscale.plan.checks import check_local_model, read_model_config, unpinned
+from rankscale.plan.files import corpus_spec, layout, tokenize_source
 from rankscale.plan.keys import (
-    LADDER_ROOT,
-    TRAIN_TOKENS,
     corpus_params,
     ladder_dir,
     short_hash,
@@ -30,9 +30,7 @@ from rankscale.plan.settings import (
 from rankscale.plan.types import RUNTIME_KEYS, ModelPlan, Runtime
 
 __all__ = [
-    "LADDER_ROOT",
     "RUNTIME_KEYS",
-    "TRAIN_TOKENS",
     "ConfigError",
     "ModelPlan",
     "Runtime",
@@ -40,9 +38,11 @@ __all__ = [
     "check_local_model",
     "checkpoint_name",
     "corpus_params",
+    "corpus_spec",
     "figure_settings",
     "ladder_dir",
     "ladder_models",
+    "layout",
     "read_model_config",
     "run_checkpoints",
     "short_hash",
@@ -50,6 +50,7 @@ __all__ = [
     "summary_settings",
     "table_settings",
     "text_key",
+    "tokenize_source",
     "tokenizer_params",
     "tokenizer_sources",
     "training_params",

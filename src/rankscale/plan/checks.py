@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from rankscale.config import ConfigError
 from rankscale.corpus import CorpusError
-from rankscale.plan.keys import TRAIN_TOKENS, ladder_dir
+from rankscale.layout import Ladder
+from rankscale.plan.keys import ladder_dir
 from rankscale.schedule import tokens_per_step, training_steps
 from rankscale.sources import check_dataset
 
@@ -75,7 +76,7 @@ def check_ladder(config: Mapping[str, Any], check_paths: bool = True) -> None:
                 f"ladder.sizes[{i}].heads: {size['heads']} heads do not divide d_model = {size['d_model']} "
                 f"(size {size['name']!r})"
             )
-    counts = Path(ladder_dir(config, validated=True)) / TRAIN_TOKENS
+    counts = Path(Ladder(ladder_dir(config, validated=True)).counts)
     if ladder and check_paths and counts.is_file():
         tokens = int(json.loads(counts.read_text())["tokens"])
         if ladder["train"]["seq_len"] > tokens:

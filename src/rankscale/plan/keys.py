@@ -16,12 +16,11 @@ from typing import TYPE_CHECKING, Any
 from rankscale.canon import canonical, short_hash, text_key
 from rankscale.config import validate
 from rankscale.formats import TRAIN_FORMAT
+from rankscale.layout import LADDERS, NO_LADDER
 from rankscale.models import ModelSource
 
 if TYPE_CHECKING:
     from rankscale.plan.types import ModelPlan
-
-TRAIN_TOKENS = "train_tokens.json"  # in the ladder directory: the training text's length in tokens
 
 # dataset keys added after results existed: left out of params at their defaults, so corpora
 # (and everything downstream) made before them stay up to date
@@ -40,9 +39,6 @@ def corpus_params(spec: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
-LADDER_ROOT = "resources/ladder"
-
-
 def ladder_dir(config: Mapping[str, Any], validated: bool = False) -> str:
     """`resources/ladder/<key>`: one directory per ladder training text and tokenizer settings.
 
@@ -52,7 +48,7 @@ def ladder_dir(config: Mapping[str, Any], validated: bool = False) -> str:
     settings (size, training) are the ladder_train rule's params, not part of the key.
     """
     if not config.get("ladder"):
-        return f"{LADDER_ROOT}/none"
+        return NO_LADDER
     if not validated:  # a raw configuration (tests, tools); the workflow's is validated once, before the plan
         config = validate(copy.deepcopy(dict(config)))
     ladder = config["ladder"]
@@ -61,7 +57,7 @@ def ladder_dir(config: Mapping[str, Any], validated: bool = False) -> str:
         "tokenizer": ladder["tokenizer"],
         "disjoint_from": {name: corpus_params(spec) for name, spec in config["datasets"].items()},
     }
-    return f"{LADDER_ROOT}/{short_hash(TRAIN_FORMAT.params(key), 12)}"
+    return f"{LADDERS}/{short_hash(TRAIN_FORMAT.params(key), 12)}"
 
 
 def ladder_tokenizer_key(ladder: str) -> str:

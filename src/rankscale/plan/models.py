@@ -18,6 +18,7 @@ from rankscale.fingerprint import weights_digest
 from rankscale.gguf import GgufError, GgufSource
 from rankscale.gguf import resolve as resolve_gguf
 from rankscale.identity import SETTING_KEYS
+from rankscale.layout import Ladder
 from rankscale.models import ModelSource
 from rankscale.plan.checks import check_config, check_local_model, check_plans, check_windows, mark_checkpoints
 from rankscale.plan.keys import distinct_tokenizer_keys, ladder_dir, ladder_tokenizer_key, tokenizer_key
@@ -70,9 +71,9 @@ def _source(
     if entry.get("ladder"):
         source = ModelSource(
             name=name,
-            location=f"{ladder}/models/{name}",
+            location=Ladder(ladder).model(name),
             revision=None,
-            tokenizer=f"{ladder}/tokenizer",
+            tokenizer=Ladder(ladder).tokenizer,
             trust_remote_code=False,
             allow_pickle=False,
             tokenizer_revision=None,

@@ -7,6 +7,7 @@ aggregation benchmark measures the grid the workflow runs). Defaults come from t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
 from rankscale.canon import canonical
@@ -50,16 +51,16 @@ def strata_settings(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _table_values(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Every `rankscale.tables.TableSettings` field, from the configuration."""
-    analysis = config["analysis"]
-    return {
-        "level": analysis["bootstrap"]["level"],
-        "law_k": analysis["law_k"],
-        "law_form": analysis["law_form"],
-        "forms": analysis["forms"],
-        "refits": analysis["bootstrap"]["refits"],
-        "seed": analysis["bootstrap"]["seed"],
-    }
+    """Every `rankscale.tables.TableSettings` field, from where it sits under `analysis:` (its field's metadata)."""
+    from rankscale.tables import TableSettings
+
+    values = {}
+    for setting in fields(TableSettings):
+        value: Any = config["analysis"]
+        for key in setting.metadata["analysis"].split("."):
+            value = value[key]
+        values[setting.name] = value
+    return values
 
 
 def table_settings(config: Mapping[str, Any], table: str) -> dict[str, Any]:

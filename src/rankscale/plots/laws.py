@@ -30,7 +30,7 @@ from rankscale.plots.common import (
 )
 from rankscale.report.sections import BITS_PER_BYTE, K_AXIS, LAWS
 from rankscale.tables import LawKey, select
-from rankscale.tables.laws import LawRefits
+from rankscale.tables.lawkit import LawRefits
 from rankscale.tables.selection import LawFit, n_sizes, single_size, without_notes
 
 INTERVAL_NOTE = (

@@ -15,7 +15,7 @@ from rankscale.plots.common import S_LABEL, Figure, FigureData, cycle_color, gri
 from rankscale.plots.laws import readable_log_ticks
 from rankscale.report.sections import SEEDS
 from rankscale.tables import LawKey, select
-from rankscale.tables.laws import LawRefits
+from rankscale.tables.lawkit import LawRefits
 from rankscale.tables.selection import optional_int
 
 SHOWN = (("neg_log_rbp", 1), ("ce", None))  # -log RBP_1 and CE

@@ -21,6 +21,7 @@ from rankscale.tables import (
     cross_family,
     distribution,
     emergence,
+    extrapolation,
     families,
     laws,
     metrics,
@@ -31,11 +32,8 @@ from rankscale.tables import (
 from rankscale.tables.base import Replicates, Table, TableInputs, TableSettings, read_table, typed
 from rankscale.tables.selection import FitIndex, LawFit, LawKey, finals, select
 
-TABLES: dict[str, Table] = {
-    t.name: t
-    for module in (metrics, laws, cross_family, families, distribution, emergence, training, seeds, strata)
-    for t in module.TABLES
-}
+MODULES = (metrics, laws, extrapolation, cross_family, families, distribution, emergence, training, seeds, strata)
+TABLES: dict[str, Table] = {t.name: t for module in MODULES for t in module.TABLES}
 
 
 def build_table(
@@ -47,7 +45,8 @@ def build_table(
 ) -> pd.DataFrame:
     """Build table `name` from the summaries, the tables it needs and the bootstrap replicates."""
     table = TABLES[name]
-    return table.build(TableInputs(list(summaries), settings, {n: tables[n] for n in table.needs}, replicates))
+    declared = settings.only(table.settings)  # what its job gets: the settings it declares alone
+    return table.build(TableInputs(list(summaries), declared, {n: tables[n] for n in table.needs}, replicates))
 
 
 def write_table(name: str, frame: pd.DataFrame, path: str | Path) -> None:

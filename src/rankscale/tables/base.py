@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -12,25 +12,37 @@ import numpy as np
 import pandas as pd
 
 from rankscale.bootstrap import interval
-from rankscale.laws import FitForm, FittedLaw
+from rankscale.laws import FORMS, FitForm, FittedLaw
 from rankscale.metrics import METRICS
 from rankscale.statistics import Totals, stratum_totals
 from rankscale.summary import Summary
 
 INTEGER_COLUMNS = ("k", "D", "versus_k")  # integers that may be missing (a metric without k, a model without D)
+TYPED = {"law_form": "form"}  # a setting a builder reads under another name: the FitForm `law_form` names
+
+
+def _analysis(key: str) -> Any:
+    """A TableSettings field read from `analysis.<key>` of the configuration (`rankscale.plan.table_settings`)."""
+    return field(metadata={"analysis": key})
 
 
 @dataclass(frozen=True)
 class TableSettings:
     """The `analysis:` settings tables read (`rankscale.plan.table_settings` gives each table those it
-    declares, so changing one reruns only the tables that read it; the others are None here)."""
+    declares, so changing one reruns only the tables that read it; the others are None here). A new setting is a
+    field here, with its default in config/schema.yaml and its line in docs/configuration.md; a property of
+    `TableInputs` of its name types it (without one a builder gets the value as configured)."""
 
-    level: float | None  # coverage of the percentile intervals
-    law_k: list[int] | None  # small k whose laws are tested out of sample and derived from the lognormal
-    law_form: str | None  # the fit form behind powerlaw_fits.csv, contrasts, extrapolation and bands
-    forms: list[str] | None  # the forms form_comparison.csv compares
-    refits: int | None  # replicates a form without a closed form is refitted on
-    seed: int | None  # the bootstrap's seed: the seed level of the hierarchical bootstrap draws from it too
+    # each field names where it sits under `analysis:` (rankscale.plan.settings reads it from there)
+    level: float | None = _analysis("bootstrap.level")  # coverage of the percentile intervals
+    # small k whose laws are tested out of sample and derived from the lognormal
+    law_k: list[int] | None = _analysis("law_k")
+    # the fit form behind powerlaw_fits.csv, contrasts, extrapolation and bands
+    law_form: str | None = _analysis("law_form")
+    forms: list[str] | None = _analysis("forms")  # the forms form_comparison.csv compares
+    refits: int | None = _analysis("bootstrap.refits")  # replicates a form without a closed form is refitted on
+    # the bootstrap's seed: the seed level of the hierarchical bootstrap draws from it too
+    seed: int | None = _analysis("bootstrap.seed")
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> TableSettings:
@@ -45,6 +57,10 @@ class TableSettings:
         if value is None:
             raise KeyError(f"this table reads analysis setting {name!r} but does not declare it in Table.settings")
         return value
+
+    def only(self, names: Sequence[str]) -> TableSettings:
+        """These settings alone (a table's `Table.settings`), as the workflow gives them to its job."""
+        return TableSettings.from_params({name: self.get(name) for name in names})
 
 
 class Replicates:
@@ -77,9 +93,42 @@ class TableInputs:
     tables: dict[str, pd.DataFrame]  # the tables this one needs, by name
     replicates: Replicates | None  # every summary's bootstrap replicates, for tables marked `resampled`
 
+    # the settings a table declared (`Table.settings`), typed: a builder never unpacks them by hand
+    def declared(self) -> dict[str, Any]:
+        """The declared settings, typed, as keywords of the table's builder (`law_form` as `form`, the FitForm it
+        names): a builder takes each declared setting as a parameter of that name, so a setting it reads but does
+        not declare, or declares but does not read, fails at once."""
+        declared = {}
+        for name in (f.name for f in fields(self.settings) if getattr(self.settings, f.name) is not None):
+            key = TYPED.get(name, name)
+            has_type = isinstance(getattr(type(self), key, None), property)  # else the value as configured
+            declared[key] = getattr(self, key) if has_type else self.settings.get(name)
+        return declared
+
     @property
     def level(self) -> float:
         return float(self.settings.get("level"))
+
+    @property
+    def form(self) -> FitForm:
+        """`analysis.law_form`: the form every law of the table is fitted as."""
+        return FORMS[self.settings.get("law_form")]
+
+    @property
+    def law_k(self) -> list[int]:
+        return self.settings.get("law_k")
+
+    @property
+    def forms(self) -> list[str]:
+        return self.settings.get("forms")
+
+    @property
+    def refits(self) -> int:
+        return int(self.settings.get("refits"))
+
+    @property
+    def seed(self) -> int:
+        return int(self.settings.get("seed"))
 
     def needed(self) -> Replicates:
         """The replicates, which a table marked `resampled=True` always gets."""
@@ -94,7 +143,7 @@ class Table:
     caption: str  # reStructuredText, shown in the Snakemake report
     section: str  # the analysis the report lists it under (rankscale.report.sections)
     needs: tuple[str, ...] = ()  # tables it is built from
-    settings: tuple[str, ...] = ()  # the TableSettings it reads
+    settings: tuple[str, ...] = ()  # the TableSettings it reads: `build` passes them on by name (`inputs.declared()`)
     summaries: bool = True  # reads every model x dataset summary
     resampled: bool = False  # reads every summary's bootstrap replicates
 

@@ -14,7 +14,7 @@ from rankscale.laws import FitForm, FittedLaw
 from rankscale.metrics import METRICS
 from rankscale.report.sections import LAWS
 from rankscale.tables.base import Replicates, Table, interval_columns, rows_frame, typed, with_intervals
-from rankscale.tables.laws import LAW_SETTINGS, LawRefits, between_family_rows, law_form
+from rankscale.tables.lawkit import LAW_SETTINGS, LawRefits, between_family_rows
 from rankscale.tables.selection import FitIndex, LawKey, finals, note_last, optional_int, single_size
 
 NO_LAW_FAMILY = "no family with a law on this dataset"
@@ -29,18 +29,18 @@ def cross_family_table(
     metrics: pd.DataFrame,
     fits: pd.DataFrame,
     replicates: Replicates,
-    ks: Sequence[int],
+    law_k: Sequence[int],
     level: float,
     form: FitForm,
     refits: int,
     seed: int | None,
 ) -> pd.DataFrame:
     """Each model of a family with fewer than two sizes (e.g. one pretrained model) against the law of every
-    family that has one on its dataset: the law's -log RBP_k (k of `ks`) and CE at the model's S, with the interval
+    family that has one on its dataset: the law's -log RBP_k (k of `law_k`) and CE at the model's S, with the interval
     of the law refitted on every replicate (as extrapolation.csv's), the measured value with its document-bootstrap
     interval, and measured / predicted. Every family on a dataset scores the same documents, drawn once for all
     in each replicate, so the ratio's replicates are paired draw by draw: documents hard for both cancel."""
-    final = between_family_rows(finals(metrics), ks)
+    final = between_family_rows(finals(metrics), law_k)
     index, laws = FitIndex(fits, form), _LawCache(final, replicates, form, refits, seed)
     sizes = final.groupby(["dataset", "family"])["S"].nunique()  # a family with a law on a dataset has two or more
     rows: list[dict[str, Any]] = []
@@ -113,14 +113,7 @@ TABLES = [
         name="cross_family",
         section=LAWS,
         build=lambda inputs: cross_family_table(
-            inputs.tables["metrics"],
-            inputs.tables["powerlaw_fits"],
-            inputs.needed(),
-            inputs.settings.get("law_k"),
-            inputs.level,
-            law_form(inputs),
-            int(inputs.settings.get("refits")),
-            inputs.settings.get("seed"),
+            inputs.tables["metrics"], inputs.tables["powerlaw_fits"], inputs.needed(), **inputs.declared()
         ),
         needs=("metrics", "powerlaw_fits"),
         summaries=False,

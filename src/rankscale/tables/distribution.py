@@ -202,7 +202,7 @@ TABLES = [
     Table(
         name="conjecture",
         section=sections.LOGNORMAL,
-        build=lambda inputs: conjecture_table(inputs.summaries, inputs.needed(), inputs.level),
+        build=lambda inputs: conjecture_table(inputs.summaries, inputs.needed(), **inputs.declared()),
         resampled=True,
         settings=("level",),
         caption=(
@@ -221,7 +221,7 @@ TABLES = [
     Table(
         name="rank_distribution_tests",
         section=sections.LOGNORMAL,
-        build=lambda inputs: rank_tests_table(inputs.summaries, inputs.needed(), inputs.level),
+        build=lambda inputs: rank_tests_table(inputs.summaries, inputs.needed(), **inputs.declared()),
         resampled=True,
         settings=("level",),
         caption=(
@@ -240,9 +240,7 @@ TABLES = [
     Table(
         name="lognormal_trends",
         section=sections.LOGNORMAL,
-        build=lambda inputs: lognormal_trends_table(
-            finals_of(inputs.summaries), inputs.needed(), inputs.level, inputs.settings.get("seed")
-        ),
+        build=lambda inputs: lognormal_trends_table(finals_of(inputs.summaries), inputs.needed(), **inputs.declared()),
         resampled=True,
         settings=("level", "seed"),
         caption=(

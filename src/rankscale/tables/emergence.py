@@ -16,9 +16,9 @@ from rankscale.metrics import METRICS
 from rankscale.report.sections import EMERGENCE
 from rankscale.statistics import PAIRS_BOTH_HIT, PAIRS_PREV_HIT, RUN_HITS, RUN_WINDOWS
 from rankscale.summary import Summary
-from rankscale.tables.base import Replicates, Table, TableInputs, interval_columns, rows_frame, typed, with_intervals
+from rankscale.tables.base import Replicates, Table, interval_columns, rows_frame, typed, with_intervals
 from rankscale.tables.distribution import finals_of
-from rankscale.tables.laws import exponent_contrast, law_form
+from rankscale.tables.lawkit import exponent_contrast
 from rankscale.tables.noise import LawNoise, Noise
 from rankscale.tables.selection import FitIndex, LawKey, size_note
 
@@ -163,16 +163,12 @@ def emergence_laws_table(
     return df.astype({"N": "Int64"}) if "N" in df else df  # missing on a note row: N stays an integer
 
 
-def _form(inputs: TableInputs) -> FitForm:
-    return law_form(inputs)
-
-
 TABLES = [
     Table(
         name="emergence",
         section=EMERGENCE,
         build=lambda inputs: emergence_table(
-            inputs.summaries, inputs.tables["powerlaw_fits"], inputs.replicates, inputs.level, _form(inputs)
+            inputs.summaries, inputs.tables["powerlaw_fits"], inputs.replicates, **inputs.declared()
         ),
         needs=("powerlaw_fits",),
         resampled=True,
@@ -190,13 +186,7 @@ TABLES = [
         name="emergence_laws",
         section=EMERGENCE,
         build=lambda inputs: emergence_laws_table(
-            finals_of(inputs.summaries),
-            inputs.tables["powerlaw_fits"],
-            inputs.needed(),
-            inputs.level,
-            _form(inputs),
-            int(inputs.settings.get("refits")),
-            inputs.settings.get("seed"),
+            finals_of(inputs.summaries), inputs.tables["powerlaw_fits"], inputs.needed(), **inputs.declared()
         ),
         needs=("powerlaw_fits",),
         resampled=True,

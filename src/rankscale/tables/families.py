@@ -21,7 +21,7 @@ from rankscale.laws.random_effects import MIN_DF, log_design, ols_map, size_matr
 from rankscale.metrics import METRICS
 from rankscale.report.sections import LAWS
 from rankscale.tables.base import Replicates, Table, rows_frame, typed
-from rankscale.tables.laws import GROUP, LAW_SETTINGS, between_family_rows, law_form
+from rankscale.tables.lawkit import GROUP, between_family_rows
 from rankscale.tables.noise import Noise, law_replicates, size_level_of
 from rankscale.tables.selection import FitIndex, LawKey, finals, optional_int
 
@@ -69,7 +69,7 @@ class FamilyExponent:
         return cls(value, deviation, b * level.tau2, level.tau2, variance_of_tau2, noise.label + "+sizes")
 
 
-def family_contrasts_table(metrics: pd.DataFrame, fits: pd.DataFrame, replicates: Replicates, ks: Sequence[int],
+def family_contrasts_table(metrics: pd.DataFrame, fits: pd.DataFrame, replicates: Replicates, law_k: Sequence[int],
                            level: float, form: FitForm, seed: int | None) -> pd.DataFrame:  # fmt: skip
     """alpha(family) - alpha(versus) for every two families with a law of the same quantity on a dataset.
 
@@ -80,7 +80,7 @@ def family_contrasts_table(metrics: pd.DataFrame, fits: pd.DataFrame, replicates
     if form.exponent is None:
         return typed(rows_frame(rows, COLUMNS))
     index = FitIndex(fits, form)
-    final = between_family_rows(finals(metrics), ks)
+    final = between_family_rows(finals(metrics), law_k)
     for (dataset, name, k), frame in final.groupby(GROUP[1:], dropna=False, sort=True):
         law = METRICS[name].law
         families = sorted(f for f, g in frame.groupby("family") if index.get(LawKey(f, dataset, law, optional_int(k))))
@@ -114,18 +114,12 @@ TABLES = [
         name="family_contrasts",
         section=LAWS,
         build=lambda inputs: family_contrasts_table(
-            inputs.tables["metrics"],
-            inputs.tables["powerlaw_fits"],
-            inputs.needed(),
-            inputs.settings.get("law_k"),
-            inputs.level,
-            law_form(inputs),
-            inputs.settings.get("seed"),
+            inputs.tables["metrics"], inputs.tables["powerlaw_fits"], inputs.needed(), **inputs.declared()
         ),
         needs=("metrics", "powerlaw_fits"),
         summaries=False,
         resampled=True,
-        settings=(*LAW_SETTINGS, "law_k"),
+        settings=("level", "law_k", "law_form", "seed"),  # no refits: its intervals are t, not refitted
         caption=(
             "Exponents of two families' laws compared on the same dataset and quantity (cross-entropy, -log RBP_k at "
             "``analysis.law_k``, and cross-entropy in bits per byte, ``bpb``, the one that compares across "

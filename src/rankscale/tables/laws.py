@@ -1,131 +1,27 @@
-"""The laws in S: fits with intervals, exponents compared, out-of-sample checks, forms compared.
+"""The laws in S: fits with intervals, exponents compared, forms compared.
 
 Every fit uses the form `analysis.law_form` names (default: the pure power law), through the
-FitForm interface; every interval refits the form on the document-bootstrap replicates.
+FitForm interface; every interval refits the form on the document-bootstrap replicates. What other tables
+share of fitting laws is in rankscale.tables.lawkit; the out-of-sample check in rankscale.tables.extrapolation.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from rankscale.bootstrap import interval, p_value, spread_to_noise
-from rankscale.laws import FORMS, FitForm, FittedLaw, Points, compare_forms
-from rankscale.laws.random_effects import SizeLevel, log_design, ols_map, satterthwaite, size_matrix, t_interval
-from rankscale.metrics import METRICS, Metric
-from rankscale.report.sections import LAWS, OUT_OF_SAMPLE
-from rankscale.tables.base import Replicates, Table, TableInputs, law_parameters, rows_frame, typed
-from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_noise, law_replicates, size_level_of
-from rankscale.tables.selection import (
-    ONE_SIZE,
-    FitIndex,
-    LawKey,
-    finals,
-    note_last,
-    optional_int,
-    select,
-    size_note,
-)
-
-GROUP = ["family", "dataset", "metric", "k"]  # one law per group of the metrics table
-TWO_SIZES = "family has two sizes: holding one out leaves one, no law"
-ROUNDING = 1e-12  # log space: a noise-free law's prediction equals its observation up to float rounding
-
-
-def fit_or_note(form: FitForm, points: Points, y: np.ndarray) -> tuple[FittedLaw | None, str]:
-    """The law fitted to the points, or None and why not (a table's `note`): one size, or y the form cannot fit."""
-    note = size_note(points.S)
-    if note:
-        return None, note
-    try:
-        return form.fit(points, y), ""
-    except ValueError as exc:
-        return None, str(exc)
-
-
-@dataclass(frozen=True)
-class LawRefits:
-    """A law fitted to a group's points and refitted on every replicate (documents, the seeds where sizes have
-    several, and the sizes' scatter: `LawNoise`), so it predicts its fitted quantity anywhere in S with an
-    interval: figures' bands, another family's model."""
-
-    form: FitForm
-    law: FittedLaw
-    params: dict[str, np.ndarray]  # the form's parameters refitted on every replicate, [B] each
-    noise: LawNoise
-
-    @classmethod
-    def of(
-        cls, group: pd.DataFrame, replicates: Replicates, form: FitForm, law: FittedLaw, refits: int, seed: int | None
-    ) -> LawRefits:
-        """`law`, fitted to the rows of `group` (one per model), refitted on their replicates."""
-        points = Points.of(group["S"].to_numpy(dtype=np.float64))
-        noise = law_noise(group, replicates, form, law, points, seed)
-        return cls(form, law, noise.refit(form, law, points, refits), noise)
-
-    def band(self, points: Points) -> np.ndarray:
-        """The refitted laws' values at `points`: [B, len(points)] (NaN where a refit failed)."""
-        with np.errstate(invalid="ignore", over="ignore"):
-            return self.form.predict_replicates(self.params, points)
-
-    def at(self, S: float, keys: Sequence[str]) -> tuple[float, np.ndarray]:
-        """The law's value at S, and per replicate a new model's value there: the refit's, times a new size's
-        deviation off the law, times a run's deviation off its size's mean where sizes have several seeds (drawn
-        from the stream `keys` names)."""
-        at = Points.of(S)
-        point = float(self.form.predict(self.law, at)[0])
-        new_run = self.noise.noise.new_run(self.noise.replicates, keys)
-        return point, self.band(at)[:, 0] * np.exp(self.noise.new_size) * new_run
-
-
-@dataclass(frozen=True)
-class ExponentContrast:
-    """alpha(a) - alpha(b) of two laws of the same models, refitted on replicates with every source of noise."""
-
-    point: float
-    replicates: np.ndarray  # [B] the difference refitted on every replicate
-    noise: LawNoise  # of the law of y_a / y_b (log-linear forms), else of law a
-
-    def row(self, level: float) -> dict[str, Any]:
-        low, high = interval(self.replicates, level, self.point)
-        return {"difference": self.point, "ci_low": float(low), "ci_high": float(high),
-                "p_value": p_value(self.replicates), "replicates": int(np.isfinite(self.replicates).sum()),
-                **self.noise.columns(), "noise": self.noise.label}  # fmt: skip
-
-
-def exponent_contrast(
-    form: FitForm,
-    points: Points,
-    laws: tuple[FittedLaw, FittedLaw],
-    y: tuple[np.ndarray, np.ndarray],
-    document_reps: tuple[np.ndarray, np.ndarray],
-    noise: Noise,
-    keys: Sequence[str],
-    refits: int,
-) -> ExponentContrast:
-    """The difference of two laws' exponents over the same models, paired replicate by replicate.
-
-    Where log y is linear in the parameters (the power law) the difference of two OLS exponents is the exponent
-    of the law of y_a / y_b, so the contrast is that law, with its own document covariance (of the replicate-by-
-    replicate ratios, not the sum of the two), its own tau^2 and lack of fit. Other forms refit each law on its
-    own replicates with the size level, both drawn from one stream (size deviations shared in sign and scale)."""
-    assert form.exponent is not None
-    exponent = form.exponent
-    point = float(laws[0].row()[exponent]) - float(laws[1].row()[exponent])
-    if form.log_linear:
-        ratio, ratio_reps = y[0] / y[1], document_reps[0] / document_reps[1]
-        law = form.fit(points, ratio)
-        honest = LawNoise.of(form, law, points, ratio, ratio_reps, noise, keys)
-        return ExponentContrast(point, form.fit_replicates(points, honest.replicates, law, refits)[exponent], honest)
-    each = [LawNoise.of(form, law, points, v, reps, noise, keys)
-            for law, v, reps in zip(laws, y, document_reps, strict=True)]  # fmt: skip
-    refitted = [n.refit(form, law, points, refits)[exponent] for n, law in zip(each, laws, strict=True)]
-    return ExponentContrast(point, refitted[0] - refitted[1], each[0])
+from rankscale.bootstrap import interval, spread_to_noise
+from rankscale.laws import FORMS, FitForm, Points, compare_forms
+from rankscale.metrics import METRICS
+from rankscale.report.sections import LAWS
+from rankscale.tables.base import Replicates, Table, law_parameters, rows_frame, typed
+from rankscale.tables.lawkit import GROUP, LAW_SETTINGS, exponent_contrast, fit_or_note
+from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_replicates
+from rankscale.tables.selection import FitIndex, LawKey, finals, note_last, select, size_note
 
 
 def fits_table(
@@ -279,141 +175,11 @@ def _contrast(
     }
 
 
-@dataclass(frozen=True)
-class HeldOut:
-    """A law fitted to the first `n_fit` models of a group, judged at the others on the same documents.
-
-    A held-out model's value differs from the prediction by d = log y_obs - log y_hat. On one document draw both
-    move together, so d's document (and seed) variance is that of the replicate-by-replicate difference, taken
-    through the fit's linearisation (exact for the power law): Var_b((L_b,i - y_i) - x_i^T H (L_b - y)). A new
-    size is a new draw of the size deviation, and the fitted law carries the fitted sizes' deviations: d's
-    variance adds tau^2 (1 + x_i^T H K H^T x_i), tau^2 by REML on the fitted models, Student's t on Satterthwaite
-    degrees of freedom."""
-
-    form: FitForm
-    law: FittedLaw
-    points: Points  # every model of the group, fitted and held out
-    log_y: np.ndarray  # [M] their log y
-    log_reps: np.ndarray  # [B, M] its replicates (documents, and seeds where sizes have several)
-    X: np.ndarray  # [M, p] the law's design at every model (the fit's linearisation)
-    n_fit: int
-    level: SizeLevel | None
-    K: np.ndarray  # [n_fit, n_fit] runs of one size
-    label: str
-
-    @classmethod
-    def of(cls, form: FitForm, law: FittedLaw, group: pd.DataFrame, n_fit: int, y: np.ndarray,
-           replicates: Replicates, seed: int | None) -> HeldOut:  # fmt: skip
-        reps = law_replicates(group, replicates)
-        noise = Noise.of(group, len(reps), seed)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            log_reps, log_y = np.log(noise.apply(reps)), np.log(y)
-        points = Points.of(group["S"].to_numpy(dtype=np.float64))
-        X, _ = log_design(form, law, points)
-        fitted = slice(0, n_fit)
-        level = size_level_of(form, law, points.take(fitted), log_y[fitted], log_reps[:, fitted], noise.groups[fitted])
-        label = noise.label + ("+sizes" if level is not None else "")
-        return cls(form, law, points, log_y, log_reps, X, n_fit, level, size_matrix(noise.groups[fitted]), label)
-
-    def check(self, i: int, level: float, metric: Metric) -> dict[str, Any]:
-        """Model i's columns: the prediction (in the metric's units), its interval for model i's value on these
-        documents, whether the observed value lies inside, and what the interval includes."""
-        n, x = self.n_fit, self.X[i]
-        H = ols_map(self.X[:n])
-        y_hat = self.form.predict(self.law, self.points.take([i]))
-        log_hat = float(np.log(y_hat[0]))
-        paired = (self.log_reps[:, i] - self.log_y[i]) - (self.log_reps[:, :n] - self.log_y[:n]) @ (H.T @ x)
-        paired = paired[np.isfinite(paired)]
-        variance, df, tau2 = (float(np.var(paired, ddof=1)) if paired.size > 1 else math.nan), math.inf, math.nan
-        if self.level is not None:
-            b = 1.0 + float(x @ H @ self.K @ H.T @ x)
-            tau2 = self.level.tau2
-            df = satterthwaite(variance + b * tau2, b, self.level.information)
-            variance += b * tau2
-        low, high = t_interval(log_hat, variance, df, level)
-        with np.errstate(over="ignore"):
-            ends = metric.from_law(np.exp(np.array([low, high])))
-            predicted = float(metric.from_law(y_hat)[0])
-        return {"predicted": predicted, "predicted_ci_low": float(ends.min()), "predicted_ci_high": float(ends.max()),
-                "covered": bool(low - ROUNDING <= self.log_y[i] <= high + ROUNDING), "tau2": tau2, "df": df if np.isfinite(df) else math.nan,
-                "noise": self.label, "judged": "paired"}  # fmt: skip
-
-
-def extrapolation_table(
-    metrics: pd.DataFrame,
-    replicates: Replicates,
-    ks: Sequence[int],
-    level: float,
-    form: FitForm,
-    refits: int,
-    seed: int | None,
-) -> pd.DataFrame:
-    """Fit the law without the largest size (and, with >= 4 sizes, without the two largest); predict the
-    held-out sizes' RBP_k and CE, with the interval of the refits' predictions. Where sizes have several
-    seeds, the refits resample them too, and the interval is one for a new run's value (the law's, plus a
-    seed's deviation drawn from the fitted sizes' runs). A family with fewer than three sizes has nothing to hold
-    out: one row per dataset says so (`note`)."""
-    rows: list[dict[str, Any]] = []
-    for (family, dataset, name, k), group in law_k_rows(metrics, ks).groupby(GROUP, dropna=False, sort=True):
-        metric = METRICS[name]
-        group = group.sort_values("S", kind="stable")
-        sizes = group["S"].to_numpy(dtype=np.float64)
-        distinct = np.unique(sizes)
-        if len(distinct) < 3:  # nothing to hold out: said once per family and dataset
-            if not rows or (rows[-1]["family"], rows[-1]["dataset"]) != (family, dataset):
-                note = ONE_SIZE if len(distinct) < 2 else TWO_SIZES
-                rows.append({"family": family, "dataset": dataset, "metric": None, "k": None, "note": note})
-            continue
-        y = metric.to_law(group["value"].to_numpy(dtype=np.float64))
-        for held in (1, 2):
-            n_kept = len(distinct) - held
-            if n_kept < 2 or (held == 2 and len(distinct) < 4):
-                continue
-            fit_rows = sizes <= distinct[n_kept - 1]
-            n_fit = int(fit_rows.sum())
-            if np.any(y[:n_fit] <= 0):
-                continue
-            try:
-                law = form.fit(Points.of(sizes[:n_fit]), y[:n_fit])
-            except ValueError:
-                continue
-            check = HeldOut.of(form, law, group, n_fit, y, replicates, seed)
-            for i in range(n_fit, len(group)):
-                observed = float(group["value"].iloc[i])
-                judged = check.check(i, level, metric)
-                rows.append(
-                    {
-                        "family": family,
-                        "dataset": dataset,
-                        "metric": name,
-                        "k": optional_int(k),
-                        "held_out_model": group["model"].iloc[i],
-                        "S": int(sizes[i]),
-                        "n_fit": n_fit,
-                        **judged,
-                        "observed": observed,
-                        "rel_error": judged["predicted"] / observed - 1.0,
-                    }
-                )
-    return note_last(typed(pd.DataFrame(rows)))
-
-
-def law_k_rows(metrics: pd.DataFrame, ks: Sequence[int]) -> pd.DataFrame:
-    """The rows of cross-entropy and of RBP_k at `ks` (`analysis.law_k`): the laws checked out of sample."""
-    return metrics[(metrics["metric"] == "ce") | ((metrics["metric"] == "rbp") & metrics["k"].isin(list(ks)))]
-
-
-def between_family_rows(metrics: pd.DataFrame, ks: Sequence[int]) -> pd.DataFrame:
-    """`law_k_rows` and cross-entropy in bits per byte: what families with different tokenizers are compared on
-    (within one tokenizer bpb is CE times a constant, so the laws of one family need it not)."""
-    return metrics[metrics.index.isin(law_k_rows(metrics, ks).index) | (metrics["metric"] == "bpb")]
-
-
-def form_comparison_table(metrics: pd.DataFrame, forms: Sequence[str], ks: Sequence[int]) -> pd.DataFrame:
-    """Every form of `forms` fitted to every (family, dataset, metric) and, for RBP_k, every k of `ks`:
+def form_comparison_table(metrics: pd.DataFrame, forms: Sequence[str], law_k: Sequence[int]) -> pd.DataFrame:
+    """Every form of `forms` fitted to every (family, dataset, metric) and, for RBP_k, every k of `law_k`:
     parameters, leave-one-out RMSE and AICc in log space, and the preferred form of each group."""
     rows = []
-    wanted = metrics[metrics["k"].isna() | metrics["k"].isin(list(ks))]
+    wanted = metrics[metrics["k"].isna() | metrics["k"].isin(list(law_k))]
     for (family, dataset, name, k), group in wanted.groupby(GROUP, dropna=False, sort=True):
         metric = METRICS[name]
         y = metric.to_law(group["value"].to_numpy(dtype=np.float64))
@@ -423,30 +189,12 @@ def form_comparison_table(metrics: pd.DataFrame, forms: Sequence[str], ks: Seque
     return typed(pd.DataFrame(rows))
 
 
-def law_form(inputs: TableInputs) -> FitForm:
-    return FORMS[inputs.settings.get("law_form")]
-
-
-def _refits(inputs: TableInputs) -> int:
-    return int(inputs.settings.get("refits"))
-
-
-def _fits(inputs: TableInputs) -> pd.DataFrame:
-    return inputs.tables["powerlaw_fits"]
-
-
-LAW_SETTINGS = ("level", "law_form", "refits", "seed")
 TABLES = [
     Table(
         name="powerlaw_fits",
         section=LAWS,
         build=lambda inputs: fits_table(
-            finals(inputs.tables["metrics"]),
-            law_form(inputs),
-            inputs.replicates,
-            inputs.level,
-            _refits(inputs),
-            inputs.settings.get("seed"),
+            finals(inputs.tables["metrics"]), replicates=inputs.replicates, **inputs.declared()
         ),
         needs=("metrics",),
         summaries=False,
@@ -476,13 +224,7 @@ TABLES = [
         name="exponent_contrasts",
         section=LAWS,
         build=lambda inputs: contrasts_table(
-            finals(inputs.tables["metrics"]),
-            _fits(inputs),
-            inputs.needed(),
-            inputs.level,
-            law_form(inputs),
-            _refits(inputs),
-            inputs.settings.get("seed"),
+            finals(inputs.tables["metrics"]), inputs.tables["powerlaw_fits"], inputs.needed(), **inputs.declared()
         ),
         needs=("metrics", "powerlaw_fits"),
         summaries=False,
@@ -501,39 +243,9 @@ TABLES = [
         ),
     ),
     Table(
-        name="extrapolation",
-        section=OUT_OF_SAMPLE,
-        build=lambda inputs: extrapolation_table(
-            finals(inputs.tables["metrics"]),
-            inputs.needed(),
-            inputs.settings.get("law_k"),
-            inputs.level,
-            law_form(inputs),
-            _refits(inputs),
-            inputs.settings.get("seed"),
-        ),
-        needs=("metrics",),
-        summaries=False,
-        resampled=True,
-        settings=(*LAW_SETTINGS, "law_k"),
-        caption=(
-            "Out-of-sample test: the law fitted without the largest size (``n_fit`` = all but one) and, "
-            "with at least four sizes, without the two largest, predicts the held-out sizes' RBP_k "
-            "(``analysis.law_k``) and cross-entropy. ``predicted_ci_*``: the interval for the held-out model's "
-            "value on these documents (``judged = paired``): the observed and predicted values share every "
-            "document draw, so the document (and seed) variance is that of their difference replicate by "
-            "replicate; a held-out size is a new draw of the sizes' scatter around the law, so ``tau2`` (REML on "
-            "the fitted sizes) enters too; Student's t on ``df`` Satterthwaite degrees of freedom. ``covered``: "
-            "the observed value lies inside; ``rel_error`` = predicted / observed - 1. A family with fewer than three sizes has nothing "
-            "to hold out: one row per dataset says so in ``note``."
-        ),
-    ),
-    Table(
         name="form_comparison",
         section=LAWS,
-        build=lambda inputs: form_comparison_table(
-            finals(inputs.tables["metrics"]), inputs.settings.get("forms"), inputs.settings.get("law_k")
-        ),
+        build=lambda inputs: form_comparison_table(finals(inputs.tables["metrics"]), **inputs.declared()),
         needs=("metrics",),
         summaries=False,
         settings=("forms", "law_k"),

@@ -43,7 +43,7 @@ TABLES = [
     Table(
         name="metrics",
         section=LAWS,
-        build=lambda inputs: metrics_table(inputs.summaries, inputs.replicates, inputs.level),
+        build=lambda inputs: metrics_table(inputs.summaries, inputs.replicates, **inputs.declared()),
         resampled=True,
         settings=("level",),
         caption=(

@@ -2,7 +2,7 @@
 
 Where some size of a family was trained with several seeds (`ladder.train.seeds`, or hub entries with
 `seed` and `replica_of`), the law tables' intervals already resample the seeds within each size on top
-of the documents (the hierarchical bootstrap, `rankscale.tables.laws.Noise`). These two tables say how
+of the documents (the hierarchical bootstrap, `rankscale.tables.noise.Noise`). These two tables say how
 large that source is: against the document-sampling noise of one run, and as the spread of the
 exponent across seeds.
 """
@@ -23,14 +23,13 @@ from rankscale.report.sections import SEEDS
 from rankscale.tables.base import (
     Replicates,
     Table,
-    TableInputs,
     interval_columns,
     law_parameters,
     rows_frame,
     typed,
     with_intervals,
 )
-from rankscale.tables.laws import GROUP, fit_or_note, law_form
+from rankscale.tables.lawkit import GROUP, fit_or_note
 from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_replicates
 from rankscale.tables.selection import FitIndex, LawKey, finals, optional_int
 
@@ -61,12 +60,12 @@ def _wanted(metrics: pd.DataFrame, ks: Sequence[int]) -> pd.DataFrame:
 
 
 def seed_variance_table(
-    metrics: pd.DataFrame, replicates: Replicates, ks: Sequence[int], level: float, seed: int
+    metrics: pd.DataFrame, replicates: Replicates, law_k: Sequence[int], level: float, seed: int
 ) -> pd.DataFrame:
     """Per size with several seeds, dataset and metric: the variance of the metric across seeds against the
     document-sampling variance of one run, and the share due to seeds, with a hierarchical-bootstrap interval."""
     rows = []
-    for (family, dataset, name, k), group in _wanted(metrics, ks).groupby(GROUP, dropna=False, sort=True):
+    for (family, dataset, name, k), group in _wanted(metrics, law_k).groupby(GROUP, dropna=False, sort=True):
         group = group.sort_values(["S", "seed"], kind="stable")
         metric = METRICS[name]
         columns = np.stack([replicates.at(m, d, name, optional_int(k)) for m, d in zip(group["model"], group["dataset"], strict=True)], axis=1)  # fmt: skip
@@ -110,14 +109,14 @@ def seed_variance_table(
 
 
 def seed_fits_table(
-    metrics: pd.DataFrame, fits: pd.DataFrame, replicates: Replicates, ks: Sequence[int], level: float,
+    metrics: pd.DataFrame, fits: pd.DataFrame, replicates: Replicates, law_k: Sequence[int], level: float,
     form: FitForm, refits: int,
 ) -> pd.DataFrame:  # fmt: skip
     """The law fitted to each seed's final models alone (its document-bootstrap intervals), and per law the
     spread of the exponent across seeds beside the pooled fit of powerlaw_fits.csv."""
     index = FitIndex(fits, form)
     rows = []
-    for (family, dataset, name, k), group in _wanted(metrics, ks).groupby(GROUP, dropna=False, sort=True):
+    for (family, dataset, name, k), group in _wanted(metrics, law_k).groupby(GROUP, dropna=False, sort=True):
         metric = METRICS[name]
         pooled = index.get(LawKey(family, dataset, metric.law, optional_int(k)))
         per_seed = []
@@ -155,17 +154,11 @@ def seed_fits_table(
     return typed(rows_frame(rows, seed_fits_columns(form)))  # no size with several seeds: the header alone
 
 
-def _seed(inputs: TableInputs) -> int:
-    return int(inputs.settings.get("seed"))
-
-
 TABLES = [
     Table(
         name="seed_variance",
         section=SEEDS,
-        build=lambda inputs: seed_variance_table(
-            inputs.tables["metrics"], inputs.needed(), inputs.settings.get("law_k"), inputs.level, _seed(inputs)
-        ),
+        build=lambda inputs: seed_variance_table(inputs.tables["metrics"], inputs.needed(), **inputs.declared()),
         needs=("metrics",),
         summaries=False,
         resampled=True,
@@ -184,13 +177,7 @@ TABLES = [
         name="seed_fits",
         section=SEEDS,
         build=lambda inputs: seed_fits_table(
-            inputs.tables["metrics"],
-            inputs.tables["powerlaw_fits"],
-            inputs.needed(),
-            inputs.settings.get("law_k"),
-            inputs.level,
-            law_form(inputs),
-            int(inputs.settings.get("refits")),
+            inputs.tables["metrics"], inputs.tables["powerlaw_fits"], inputs.needed(), **inputs.declared()
         ),
         needs=("metrics", "powerlaw_fits"),
         summaries=False,

@@ -21,8 +21,9 @@ from rankscale.report import sections
 from rankscale.statistics import STRATA_TOKENS, TOKENS, stratum_totals
 from rankscale.strata import STRATA
 from rankscale.summary import MODEL_COLUMNS, Summary
-from rankscale.tables.base import Replicates, Table, TableInputs, rows_frame, typed
-from rankscale.tables.laws import LAW_SETTINGS, exponent_contrast, fit_or_note, fits_columns, fits_table, law_form
+from rankscale.tables.base import Replicates, Table, rows_frame, typed
+from rankscale.tables.lawkit import LAW_SETTINGS, exponent_contrast, fit_or_note
+from rankscale.tables.laws import fits_columns, fits_table
 from rankscale.tables.noise import Noise, law_replicates
 from rankscale.tables.selection import finals, note_last, size_note
 
@@ -165,17 +166,11 @@ def _contrast(
             **{k: row[k] for k in ("difference", "ci_low", "ci_high", "p_value", "tau2", "noise")}, "note": ""}  # fmt: skip
 
 
-def _settings(inputs: TableInputs) -> tuple[FitForm, Replicates, float, int, int | None]:
-    """What a strata law table is built with: the law form, the replicates, the level, refits and the seed."""
-    settings = inputs.settings
-    return law_form(inputs), inputs.needed(), inputs.level, int(settings.get("refits")), settings.get("seed")
-
-
 TABLES = [
     Table(
         name="strata",
         section=sections.STRATA,
-        build=lambda inputs: strata_table(inputs.summaries, inputs.needed(), inputs.level),
+        build=lambda inputs: strata_table(inputs.summaries, inputs.needed(), **inputs.declared()),
         resampled=True,
         settings=("level",),
         caption=(
@@ -190,7 +185,7 @@ TABLES = [
     Table(
         name="strata_fits",
         section=sections.STRATA,
-        build=lambda inputs: strata_fits_table(inputs.summaries, *_settings(inputs)),
+        build=lambda inputs: strata_fits_table(inputs.summaries, replicates=inputs.needed(), **inputs.declared()),
         resampled=True,
         settings=LAW_SETTINGS,
         caption=(
@@ -203,7 +198,7 @@ TABLES = [
     Table(
         name="strata_contrasts",
         section=sections.STRATA,
-        build=lambda inputs: strata_contrasts_table(inputs.summaries, *_settings(inputs)),
+        build=lambda inputs: strata_contrasts_table(inputs.summaries, replicates=inputs.needed(), **inputs.declared()),
         resampled=True,
         settings=LAW_SETTINGS,
         caption=(

@@ -12,7 +12,7 @@ from rankscale.laws import FORMS, FitForm, FittedLaw, Points, PowerLaw, fit_powe
 from rankscale.metrics import METRICS
 from rankscale.report.sections import TRAINING_TOKENS
 from rankscale.tables.base import Replicates, Table, interval_columns, law_parameters, rows_frame, typed, with_intervals
-from rankscale.tables.laws import GROUP, fit_or_note
+from rankscale.tables.lawkit import GROUP, fit_or_note
 from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_replicates
 
 JOINT, POWER_LAW = FORMS["joint"], FORMS["power_law"]
@@ -43,11 +43,11 @@ def _checkpoint_noise(group: pd.DataFrame, replicates: Replicates, form: FitForm
     return LawNoise.of(form, law, points, y, reps, noise, keys)
 
 
-def data_fits_table(metrics: pd.DataFrame, replicates: Replicates, ks: Sequence[int], level: float) -> pd.DataFrame:
+def data_fits_table(metrics: pd.DataFrame, replicates: Replicates, law_k: Sequence[int], level: float) -> pd.DataFrame:
     """Per size: the power law in training tokens, y = C D^-beta, over its checkpoints (CE and -log RBP_k at
-    `ks`), with intervals from refitting on every bootstrap replicate."""
+    `law_k`), with intervals from refitting on every bootstrap replicate."""
     rows = []
-    for (family, dataset, name, k), frame in tokens_groups(metrics, ks):
+    for (family, dataset, name, k), frame in tokens_groups(metrics, law_k):
         metric = METRICS[name]
         for size, group in frame.groupby("size", sort=True):
             if group["D"].nunique() < 2:
@@ -82,13 +82,13 @@ def data_fits_table(metrics: pd.DataFrame, replicates: Replicates, ks: Sequence[
 
 
 def joint_fits_table(
-    metrics: pd.DataFrame, replicates: Replicates, ks: Sequence[int], level: float, refits: int
+    metrics: pd.DataFrame, replicates: Replicates, law_k: Sequence[int], level: float, refits: int
 ) -> pd.DataFrame:
     """y = E + A S^-alpha + B D^-beta over every size and checkpoint (Hoffmann et al.'s Approach 3), per
     family x dataset x metric: parameters with intervals from `refits` bootstrap refits (each started at the
     full-data fit), and the law's error on the held-out corner, the largest S at the largest D."""
     rows = []
-    for (family, dataset, name, k), group in tokens_groups(metrics, ks):
+    for (family, dataset, name, k), group in tokens_groups(metrics, law_k):
         if group["D"].nunique() < 2:
             continue  # no checkpoints: nothing to fit in D
         metric = METRICS[name]
@@ -134,9 +134,7 @@ TABLES = [
     Table(
         name="data_fits",
         section=TRAINING_TOKENS,
-        build=lambda inputs: data_fits_table(
-            inputs.tables["metrics"], inputs.needed(), inputs.settings.get("law_k"), inputs.level
-        ),
+        build=lambda inputs: data_fits_table(inputs.tables["metrics"], inputs.needed(), **inputs.declared()),
         needs=("metrics",),
         summaries=False,
         resampled=True,
@@ -153,13 +151,7 @@ TABLES = [
     Table(
         name="joint_fits",
         section=TRAINING_TOKENS,
-        build=lambda inputs: joint_fits_table(
-            inputs.tables["metrics"],
-            inputs.needed(),
-            inputs.settings.get("law_k"),
-            inputs.level,
-            int(inputs.settings.get("refits")),
-        ),
+        build=lambda inputs: joint_fits_table(inputs.tables["metrics"], inputs.needed(), **inputs.declared()),
         needs=("metrics",),
         summaries=False,
         resampled=True,
