@@ -319,7 +319,7 @@ def test_paper_config_end_to_end_on_local_copies(tmp_path: Path, hub: dict[str, 
     # up to metrics.csv: the paper's tables and figures are built from these summaries as every other configuration's
     # are (tests/test_workflow.py); what this test checks is the corpora, windows and rank arrays of the paper's grid
     metrics_csv = "results/paper-local/tables/metrics.csv"
-    result = snakemake(workdir, "--cores", "2", "--configfile", "config/paper-local.yaml", metrics_csv)
+    result = snakemake(workdir, metrics_csv, "--cores", "2", "--configfile", "config/paper-local.yaml")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
 
     from rankscale.tokens import load_tokens

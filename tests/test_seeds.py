@@ -132,7 +132,7 @@ def test_adding_a_seed_trains_and_scores_that_seed_alone(smoke_run, tmp_path) ->
     (work / "config/seeded.yaml").write_text(yaml.safe_dump(seeded, sort_keys=False))
     # every table, and the one figure the seeds add: the other figures are drawn from these tables as without seeds
     targets = [f"results/seeded/tables/{name}.csv" for name in TABLES] + ["results/seeded/figures/fig12_seeds.png"]
-    args = ("--configfile", "config/seeded.yaml", *targets)
+    args = (*targets, "--configfile", "config/seeded.yaml")  # targets first: --configfile takes every word after it
     new = [f"{s}-s1" for s in sizes]
     expected = output_jobs(figures=["fig12_seeds"]) - Counter(["all"])  # targets named: no `all` job
     expected.update(job_key("ladder_train", model=m) for m in new)

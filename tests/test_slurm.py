@@ -154,7 +154,7 @@ def test_smoke_workflow_through_slurm(
     configs = ("--configfile", "config/smoke.yaml", "gpu.yaml")
     # the tables compared below with the smoke run's: the cheap rules run locally, as every table and figure would
     tables = [f"results/gpu/tables/{name}.csv" for name in TABLES]
-    planned = Counter(key.split("[")[0] for key in planned_jobs(workdir, *configs, *tables).elements())
+    planned = Counter(key.split("[")[0] for key in planned_jobs(workdir, *tables, *configs).elements())
     assert planned["table"] == len(TABLES) and "figure" not in planned and "all" not in planned, planned
 
     monkeypatch.setenv("SLURM_CONF", str(slurm.conf))
@@ -168,8 +168,8 @@ def test_smoke_workflow_through_slurm(
         workdir,
         "--workflow-profile",
         "profiles/slurm",
+        *tables,  # before --configfile, which takes every word after it
         *configs,
-        *tables,
         # no slurmdbd here, so job status comes from squeue (the cluster keeps finished jobs an hour)
         "--slurm-status-command",
         "squeue",
