@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from rankscale.config import ConfigError, load_yaml, validate
-from rankscale.layout import Layout
+from rankscale.layout import Ladder, Layout
 from rankscale.plan.checks import check_analysis
 from rankscale.rankfile import load_rank_arrays
 from rankscale.tables import read_table
@@ -84,7 +84,7 @@ files = configured(sys.argv[2:], Path(sys.argv[1]))[2]
 pairs = lambda keys: [[*key, stem] for key, stem in keys.items()]
 print(json.dumps({"run": files.run, "corpus_keys": files.corpus_keys, "token_keys": pairs(files.token_keys),
                   "rank_keys": pairs(files.rank_keys), "summary_keys": pairs(files.summary_keys),
-                  "tokenizers": files.tokenizers}))
+                  "tokenizers": files.tokenizers, "ladder": files.ladder.dir}))
 """
 
 
@@ -97,7 +97,8 @@ def layout_of(work: Path, *config_files: str) -> Layout:
     assert result.returncode == 0, result.stderr[-5000:]
     keys = json.loads(result.stdout)
     pairs = {name: {(a, b): stem for a, b, stem in keys[name]} for name in ("token_keys", "rank_keys", "summary_keys")}
-    return Layout(run=keys["run"], corpus_keys=keys["corpus_keys"], tokenizers=keys["tokenizers"], **pairs)
+    return Layout(run=keys["run"], corpus_keys=keys["corpus_keys"], tokenizers=keys["tokenizers"],
+                  ladder=Ladder(keys["ladder"]), **pairs)  # fmt: skip
 
 
 def test_every_recipe_has_its_blocks() -> None:

@@ -179,7 +179,7 @@ def test_one_model_families_get_note_rows_not_errors() -> None:
     assert list(runs["note"]) == [ONE_SIZE, ONE_SIZE]
     with_d = metrics.assign(D=pd.array([10**6] * len(metrics), dtype="Int64"))
     with_d = pd.concat([with_d, with_d.assign(D=pd.array([10**7] * len(metrics), dtype="Int64"))])
-    joint = joint_fits_table(with_d, replicates, [1], 0.95, 0)
+    joint = joint_fits_table(with_d, replicates, [1], 0.95)
     assert set(joint["note"]) == {ONE_SIZE}
 
 

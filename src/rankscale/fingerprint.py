@@ -56,14 +56,21 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
 
 
 @cache
-def _normalised(path: Path, stamp: tuple[int, int]) -> str:
-    """The syntax tree of a Python file, without docstrings, comments or positions (cached per file version)."""
-    return ast.dump(_strip_docstrings(ast.parse(path.read_text(encoding="utf-8"))), include_attributes=False)
+def _parsed(path: Path, stamp: tuple[int, int]) -> tuple[str, tuple[ast.Import | ast.ImportFrom, ...]]:
+    """A Python file's syntax tree without docstrings, comments or positions, and its import statements: one parse
+    per file version (every digest of a planning run shares it; planning computes four)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imports = tuple(node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom))
+    return ast.dump(_strip_docstrings(tree), include_attributes=False), imports
+
+
+def _version(path: Path) -> tuple[Path, tuple[int, int]]:
+    stat = path.stat()
+    return path.resolve(), (stat.st_mtime_ns, stat.st_size)
 
 
 def normalised_source(path: Path) -> str:
-    stat = path.stat()
-    return _normalised(path.resolve(), (stat.st_mtime_ns, stat.st_size))
+    return _parsed(*_version(path))[0]
 
 
 def _module_file(module: str) -> Path | None:
@@ -85,7 +92,7 @@ def _imports(path: Path, module: str | None) -> set[str]:
     """Package modules a file imports, lazily or not (`from rankscale.x import y` may import rankscale.x.y)."""
     found: set[str] = set()
     package = module if path.name == "__init__.py" else (module.rsplit(".", 1)[0] if module else None)
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _parsed(*_version(path))[1]:
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]

@@ -75,8 +75,8 @@ class Ladder:
         """Training states, saved on a run's way to its checkpoints (rankscale.training)."""
         return f"{self.dir}/states"
 
-    def model(self, name: str = "{model}") -> str:
-        return f"{self.dir}/models/{name}"
+    def model(self, model: str = "{model}") -> str:
+        return f"{self.dir}/models/{model}"
 
     @property
     def logs(self) -> str:
@@ -117,7 +117,7 @@ class Layout:
     rank_keys: Mapping[tuple[str, str], str]  # (model, dataset) -> its rank array's stem
     summary_keys: Mapping[tuple[str, str], str]  # (model, dataset) -> its summary's stem
     tokenizers: Mapping[str, str]  # model -> tokenizer key
-    ladder: Ladder = Ladder(NO_LADDER)
+    ladder: Ladder  # the ladder's files (a configuration without a ladder: Ladder(NO_LADDER))
 
     def corpus(self, dataset: str, ext: str = "jsonl") -> str:
         """`jsonl`: the documents; `json`: their sidecar."""
@@ -192,15 +192,15 @@ class Layout:
     def manifest(self) -> str:
         return fill(self.MANIFEST, run=self.run)
 
-    def table(self, name: str = "{table}") -> str:
-        return f"{self.out}/tables/{name}.csv"
+    def table(self, table: str = "{table}") -> str:
+        return f"{self.out}/tables/{table}.csv"
 
-    def table_page(self, name: str = "{table}") -> str:
+    def table_page(self, table: str = "{table}") -> str:
         """The table as the report shows it (rankscale.report.pages)."""
-        return f"{self.out}/report/tables/{name}.html"
+        return f"{self.out}/report/tables/{table}.html"
 
-    def figure(self, name: str = "{figure}", ext: str = "{ext}") -> str:
-        return f"{self.out}/figures/{name}.{ext}"
+    def figure(self, figure: str = "{figure}", ext: str = "{ext}") -> str:
+        return f"{self.out}/figures/{figure}.{ext}"
 
     def run_log(self, kind: str, name: str) -> str:
         """The log of the job that made table or figure `name` (`kind`: tables, figures)."""

@@ -66,6 +66,9 @@ class FitForm:
     exponent: str | None = "alpha"  # the parameter exponent contrasts compare (None: the form has none)
     bounds: dict[str, Bound] = field(default_factory=dict)  # parameters confined to a domain by the fit
     log_linear: bool = False  # log y is linear in the parameters (OLS): a contrast of two laws is the law of y1 / y2
+    # `fit_replicates` refits every replicate at once at little cost (the joint law's vectorised least squares):
+    # the size level then goes into the replicates it refits, as for a log-linear form, not through a linearisation
+    batch_refits: bool = False
     # d log y-hat / d parameters [M, p] in closed form (columns less r2), where the form has one: `log_design` uses
     # it instead of central differences, whose rounding (~eps / 1e-6 in log space) is CPU-dependent
     log_jacobian: Callable[[FittedLaw, Points], np.ndarray] | None = None
@@ -89,6 +92,21 @@ class FitForm:
                 out[name] = f"{name} at its bound {bound.describe()} {where}: not identified"
         return out
 
+    def bounded_ends(self, replicates: Replicates, level: float, level_of_y: float) -> dict[str, str]:
+        """Parameters whose `level` percentile interval runs into a bound of their domain: at least (1 - level) / 2
+        of the refits stop there, so that end is the bound, not a quantile of the parameter's noise (the interval
+        is one-sided there: the data do not rule out values beyond the domain's edge being approached)."""
+        out = {}
+        for name, bound in self.bounds.items():
+            samples = np.asarray(replicates.get(name, []), dtype=np.float64)
+            samples = samples[np.isfinite(samples)]
+            sides = [bound.side(v, level_of_y) for v in samples]
+            for end, edge in (("low", bound.low), ("high", bound.high)):
+                share = sides.count(end) / len(sides) if sides else 0.0
+                if share >= (1.0 - level) / 2.0:
+                    out[name] = f"{name}'s interval ends at its bound {edge:g} ({share:.0%} of refits there)"
+        return out
+
 
 @dataclass(frozen=True)
 class Bound:
@@ -100,9 +118,15 @@ class Bound:
     in_units_of_y: bool = False
 
     def reached(self, value: float, level_of_y: float) -> bool:
+        return self.side(value, level_of_y) is not None
+
+    def side(self, value: float, level_of_y: float) -> str | None:
+        """ "low" or "high": the bound `value` is at; None inside the domain."""
         scale = abs(level_of_y) if self.in_units_of_y else 1.0
         tolerance = 1e-6 * max(scale, 1e-300)
-        return bool(value - self.low <= tolerance or self.high - value <= tolerance)
+        if value - self.low <= tolerance:
+            return "low"
+        return "high" if self.high - value <= tolerance else None
 
     def describe(self) -> str:
         return " or ".join(f"{v:g}" for v in (self.low, self.high) if np.isfinite(v))

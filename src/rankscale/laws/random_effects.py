@@ -20,7 +20,7 @@ log y-hat in the parameters): tau^2 depends only on X's column space, so for the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import optimize, special  # special, not stats: scipy.stats costs every table job ~0.2 s to import
@@ -47,6 +47,10 @@ class SizeLevel:
     q_p: float  # P(chi^2_{q_df} >= q)
     df: float  # Satterthwaite degrees of freedom of the exponent's variance (inf: no size level to estimate)
     information: float  # REML expected information of tau^2 at its estimate
+    # with several variance components (`rankscale.laws.components`: a run's, a checkpoint's): each one's tau^2
+    # (`tau2` is the first) and its K; empty for the one component, a deviation per size, of every other law
+    parts: tuple[float, ...] = ()
+    kinds: tuple[np.ndarray, ...] = field(default=(), compare=False)
 
     @property
     def at_zero(self) -> bool:
@@ -189,13 +193,18 @@ def satterthwaite_df(
     return satterthwaite(a + b * tau2, b, information)
 
 
+def leaves_residual(X: np.ndarray, y: np.ndarray) -> bool:
+    """More points than parameters, and a design of full rank: scatter around the law can be told from it."""
+    return len(y) > X.shape[1] and np.linalg.matrix_rank(X) == X.shape[1]
+
+
 def fit_size_level(
     X: np.ndarray, y: np.ndarray, V: np.ndarray, K: np.ndarray, contrast: np.ndarray
 ) -> SizeLevel | None:
     """tau^2, Q and the degrees of freedom of `contrast`^T beta; None where the points leave no residual degrees
     of freedom (as many points as parameters): the scatter of the sizes cannot be told from the law there."""
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    if len(y) <= X.shape[1] or np.linalg.matrix_rank(X) < X.shape[1]:
+    if not leaves_residual(X, y):
         return None
     tau2 = reml_tau2(X, y, V, K)
     information = reml_information(tau2, X, V, K)
@@ -229,11 +238,23 @@ class SizeDraws:
 
     @classmethod
     def of(cls, level: SizeLevel, K: np.ndarray, replicates: int, rng: np.random.Generator) -> SizeDraws:
+        if level.parts:  # several components: deviations ~ N(0, sum_i tau_i^2 K_i), a new point gets every one
+            return cls.of_components(level, replicates, rng)
         labels, index = np.unique(K.argmax(axis=1), return_inverse=True)  # each point's size (its group's first)
         z = rng.standard_normal((replicates, len(labels) + 1))
         g = level.df / rng.chisquare(level.df, replicates) if np.isfinite(level.df) else np.ones(replicates)
         scale, tau = np.sqrt(g), np.sqrt(level.tau2)
         return cls(scale, tau * z[:, index], scale * tau * z[:, -1])
+
+    @classmethod
+    def of_components(cls, level: SizeLevel, replicates: int, rng: np.random.Generator) -> SizeDraws:
+        U = sum(t * K for t, K in zip(level.parts, level.kinds, strict=True))
+        values, vectors = np.linalg.eigh(U)
+        root = vectors * np.sqrt(np.clip(values, 0.0, None))[None, :]  # root @ root.T = U (U may be singular)
+        z = rng.standard_normal((replicates, len(U) + 1))
+        g = level.df / rng.chisquare(level.df, replicates) if np.isfinite(level.df) else np.ones(replicates)
+        scale = np.sqrt(g)
+        return cls(scale, z[:, :-1] @ root.T, scale * np.sqrt(sum(level.parts)) * z[:, -1])
 
     def apply(self, log_point: np.ndarray, log_replicates: np.ndarray) -> np.ndarray:
         """Replicates [B, M] of log y whose refits carry the size level:
@@ -281,7 +302,7 @@ def log_design(form: FitForm, law: FittedLaw, points: Points) -> tuple[np.ndarra
     names = [
         n for n in form.columns if n != "r2" and not (n in form.bounds and form.bounds[n].reached(row[n], level_of_y))
     ]
-    if form.log_jacobian is not None and len(names) == len(form.columns) - 1:  # no parameter held at a bound
+    if form.log_jacobian is not None and len(names) == len([n for n in form.columns if n != "r2"]):  # none held
         return form.log_jacobian(law, points), names
     columns = []
     for name in names:

@@ -21,11 +21,6 @@ INTEGER_COLUMNS = ("k", "D", "versus_k")  # integers that may be missing (a metr
 TYPED = {"law_form": "form"}  # a setting a builder reads under another name: the FitForm `law_form` names
 
 
-def _analysis(key: str) -> Any:
-    """A TableSettings field read from `analysis.<key>` of the configuration (`rankscale.plan.table_settings`)."""
-    return field(metadata={"analysis": key})
-
-
 @dataclass(frozen=True)
 class TableSettings:
     """The `analysis:` settings tables read (`rankscale.plan.table_settings` gives each table those it
@@ -34,15 +29,16 @@ class TableSettings:
     `TableInputs` of its name types it (without one a builder gets the value as configured)."""
 
     # each field names where it sits under `analysis:` (rankscale.plan.settings reads it from there)
-    level: float | None = _analysis("bootstrap.level")  # coverage of the percentile intervals
+    level: float | None = field(metadata={"analysis": "bootstrap.level"})  # coverage of the percentile intervals
     # small k whose laws are tested out of sample and derived from the lognormal
-    law_k: list[int] | None = _analysis("law_k")
+    law_k: list[int] | None = field(metadata={"analysis": "law_k"})
     # the fit form behind powerlaw_fits.csv, contrasts, extrapolation and bands
-    law_form: str | None = _analysis("law_form")
-    forms: list[str] | None = _analysis("forms")  # the forms form_comparison.csv compares
-    refits: int | None = _analysis("bootstrap.refits")  # replicates a form without a closed form is refitted on
+    law_form: str | None = field(metadata={"analysis": "law_form"})
+    forms: list[str] | None = field(metadata={"analysis": "forms"})  # the forms form_comparison.csv compares
+    # replicates a form refitted one replicate at a time (offset_power_law) is refitted on
+    refits: int | None = field(metadata={"analysis": "bootstrap.refits"})
     # the bootstrap's seed: the seed level of the hierarchical bootstrap draws from it too
-    seed: int | None = _analysis("bootstrap.seed")
+    seed: int | None = field(metadata={"analysis": "bootstrap.seed"})
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> TableSettings:

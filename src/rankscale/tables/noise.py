@@ -17,6 +17,7 @@ import pandas as pd
 
 from rankscale.bootstrap import has_replicas, seed_draws, seed_sequence, with_seed_noise
 from rankscale.laws import FitForm, FittedLaw, Points
+from rankscale.laws.components import fit_components
 from rankscale.laws.form import Replicates as Refitted
 from rankscale.laws.random_effects import (
     SizeDraws,
@@ -106,14 +107,15 @@ class LawNoise:
 
     @classmethod
     def of(cls, form: FitForm, law: FittedLaw, points: Points, y: np.ndarray, document_reps: np.ndarray,
-           noise: Noise, keys: Sequence[str]) -> LawNoise:  # fmt: skip
+           noise: Noise, keys: Sequence[str], kinds: Sequence[np.ndarray] = ()) -> LawNoise:  # fmt: skip
         """The size level of the law `law` fitted to `y` at `points`, from replicates [B, points] that resample
         the documents (the seed level is added here where `noise` has one); draws seeded by `keys` (a family and
-        dataset: every law of them shares the draws, so their contrasts stay paired)."""
+        dataset: every law of them shares the draws, so their contrasts stay paired). `kinds`: the K of each
+        variance component where there are several (`rankscale.laws.components`), else one deviation per size."""
         with np.errstate(divide="ignore", invalid="ignore"):
             reps = noise.apply(document_reps)
             log_reps, log_y = np.log(reps), np.log(np.asarray(y, dtype=np.float64))
-        level = size_level_of(form, law, points, log_y, log_reps, noise.groups)
+        level = size_level_of(form, law, points, log_y, log_reps, noise.groups, kinds)
         if level is None:
             return cls(noise, None, reps, reps, None)
         rng = np.random.default_rng(seed_sequence(noise.seed or 0, *keys, "sizes"))
@@ -135,14 +137,14 @@ class LawNoise:
 
     def refit_both(self, form: FitForm, law: FittedLaw, points: Points, refits: int) -> tuple[Refitted, Refitted]:
         """The law's parameters on every replicate with the size level, and on the documents (and seeds) alone.
-        A form linear in log space (the power law) is refitted on `replicates` (exact); another is refitted on
-        the document replicates only, and the size level added through its linearisation at the fit
-        (`SizeDraws.shift_parameters`), so its refits cost what they did and converge as they did; parameters
-        stay inside their domain."""
+        A form linear in log space (the power law), or one that refits every replicate cheaply (the joint law), is
+        refitted on `replicates` (exact); another is refitted on the document replicates only, and the size level
+        added through its linearisation at the fit (`SizeDraws.shift_parameters`), so its refits cost what they
+        did and converge as they did; parameters stay inside their domain."""
         documents = form.fit_replicates(points, self.documents, law, refits)
         if self.draws is None:
             return documents, documents
-        if form.log_linear:
+        if form.log_linear or form.batch_refits:
             return form.fit_replicates(points, self.replicates, law, refits), documents
         refitted = documents
         X, names = log_design(form, law, points)
@@ -169,11 +171,10 @@ class LawNoise:
 SIZE_LEVEL_COLUMNS = ("tau2", "lof_q", "lof_df", "lof_p", "df")
 
 
-def size_level_of(
-    form: FitForm, law: FittedLaw, points: Points, log_y: np.ndarray, log_reps: np.ndarray, groups: Sequence[str]
-) -> SizeLevel | None:
+def size_level_of(form: FitForm, law: FittedLaw, points: Points, log_y: np.ndarray, log_reps: np.ndarray,
+                  groups: Sequence[str], kinds: Sequence[np.ndarray] = ()) -> SizeLevel | None:  # fmt: skip
     """tau^2 and the lack of fit of a law in log space (None where the points cannot show scatter: no more points
-    than parameters, a point that is not positive, or too few finite replicates)."""
+    than parameters, a point that is not positive, or too few finite replicates); with `kinds`, every component's."""
     if not np.all(np.isfinite(log_y)):
         return None
     X, names = log_design(form, law, points)
@@ -183,6 +184,8 @@ def size_level_of(
     contrast[names.index(form.exponent) if form.exponent in names else 0] = 1.0
     try:
         V = replicate_covariance(log_y, log_reps)
+        if kinds:
+            return fit_components(X, log_y, V, kinds, contrast)
         return fit_size_level(X, log_y, V, size_matrix(groups), contrast)
     except (ValueError, np.linalg.LinAlgError):
         return None

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from rankscale.laws import FORMS, FitForm, FittedLaw, Points, PowerLaw, fit_power_law
+from rankscale.laws.random_effects import size_matrix
 from rankscale.metrics import METRICS
 from rankscale.report.sections import TRAINING_TOKENS
 from rankscale.tables.base import Replicates, Table, interval_columns, law_parameters, rows_frame, typed, with_intervals
@@ -22,7 +23,7 @@ DATA_COLUMNS = ("family", "size", "S", "dataset", "metric", "k", "n_checkpoints"
                 "note")  # fmt: skip
 JOINT_COLUMNS = ("family", "dataset", "metric", "k", "n_points", *(c for p in JOINT.columns for c in interval_columns(p)),
                  "rmse_log", "refits", "corner_model", "corner_observed", "corner_predicted", "corner_rel_error",
-                 "not_identified", *SIZE_LEVEL_COLUMNS, "noise", "note")  # fmt: skip
+                 "not_identified", "at_bound", *SIZE_LEVEL_COLUMNS, "tau2_checkpoint", "noise", "note")  # fmt: skip
 
 
 def tokens_groups(metrics: pd.DataFrame, ks: Sequence[int]) -> Iterable[tuple[tuple[Any, ...], pd.DataFrame]]:
@@ -34,13 +35,21 @@ def tokens_groups(metrics: pd.DataFrame, ks: Sequence[int]) -> Iterable[tuple[tu
 
 
 def _checkpoint_noise(group: pd.DataFrame, replicates: Replicates, form: FitForm, law: FittedLaw, points: Points,
-                      y: np.ndarray) -> LawNoise:  # fmt: skip
-    """The replicates of a law across checkpoints, with a deviation of its own per checkpoint (the checkpoints of
-    one size are no seeds of each other)."""
+                      y: np.ndarray, kinds: Sequence[np.ndarray] = ()) -> LawNoise:  # fmt: skip
+    """The replicates of a law across checkpoints, with a deviation of its own per checkpoint (a size's law in D:
+    one run) or, with `kinds`, the variance components they give (the joint law: `run_and_point`)."""
     reps = law_replicates(group, replicates)
     noise = Noise(list(group["model"]), None, None)
     keys = (str(group["family"].iloc[0]), str(group["dataset"].iloc[0]))
-    return LawNoise.of(form, law, points, y, reps, noise, keys)
+    return LawNoise.of(form, law, points, y, reps, noise, keys, kinds)
+
+
+def run_and_point(group: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The joint law's two variance components: a run's deviation, shared by the checkpoints it saved along the
+    way (and, as in powerlaw_fits.csv, by the seeds of its size), and each checkpoint's own
+    (`rankscale.laws.components`)."""
+    runs = group["replica_of"] if "replica_of" in group else group["size"]
+    return size_matrix(list(runs)), np.eye(len(group))
 
 
 def data_fits_table(metrics: pd.DataFrame, replicates: Replicates, law_k: Sequence[int], level: float) -> pd.DataFrame:
@@ -81,12 +90,10 @@ def data_fits_table(metrics: pd.DataFrame, replicates: Replicates, law_k: Sequen
     return typed(rows_frame(rows, DATA_COLUMNS))
 
 
-def joint_fits_table(
-    metrics: pd.DataFrame, replicates: Replicates, law_k: Sequence[int], level: float, refits: int
-) -> pd.DataFrame:
-    """y = E + A S^-alpha + B D^-beta over every size and checkpoint (Hoffmann et al.'s Approach 3), per
-    family x dataset x metric: parameters with intervals from `refits` bootstrap refits (each started at the
-    full-data fit), and the law's error on the held-out corner, the largest S at the largest D."""
+def joint_fits_table(metrics: pd.DataFrame, replicates: Replicates, law_k: Sequence[int], level: float) -> pd.DataFrame:
+    """y = E + A S^-alpha + B D^-beta over every size and checkpoint, per family x dataset x metric, by least squares
+    in log space: parameters with intervals from every bootstrap replicate refitted with the scatter of runs and
+    checkpoints in it (`run_and_point`), and the law's error on the held-out corner, the largest S at the largest D."""
     rows = []
     for (family, dataset, name, k), group in tokens_groups(metrics, law_k):
         if group["D"].nunique() < 2:
@@ -101,9 +108,10 @@ def joint_fits_table(
         if law is None:
             rows.append({**row, "note": note})
             continue
-        honest = _checkpoint_noise(group, replicates, JOINT, law, points, y)
-        refitted = honest.refit(JOINT, law, points, refits)
+        honest = _checkpoint_noise(group, replicates, JOINT, law, points, y, run_and_point(group))
+        refitted = honest.refit(JOINT, law, points, 0)  # every replicate: the joint law refits them all at once
         parameters, unidentified = law_parameters(JOINT, law, refitted, level, float(np.median(y)))
+        at_bound = JOINT.bounded_ends(refitted, level, float(np.median(y)))
         row.update(parameters)
         residual = np.log(y) - np.log(JOINT.predict(law, points))
         corner = (size == size.max()) & (tokens == tokens[size == size.max()].max())
@@ -122,7 +130,9 @@ def joint_fits_table(
                 "refits": refit_count,
                 **held,
                 "not_identified": "; ".join(unidentified.values()),
+                "at_bound": "; ".join(v for p, v in at_bound.items() if p not in unidentified),
                 **honest.columns(),
+                "tau2_checkpoint": honest.size_level.parts[1] if honest.size_level else np.nan,
                 "noise": honest.label,
                 "note": "",
             }
@@ -155,18 +165,21 @@ TABLES = [
         needs=("metrics",),
         summaries=False,
         resampled=True,
-        settings=("level", "law_k", "refits"),
+        settings=("level", "law_k"),
         caption=(
             "Size and training tokens together: y = E + A S^-alpha + B D^-beta over every size and checkpoint, "
-            "fitted as Hoffmann et al. 2022's Approach 3 (Huber loss, delta 1e-3, on log y; L-BFGS from a grid "
-            "of starts). Intervals: the law refitted on the first ``analysis.bootstrap.refits`` bootstrap "
-            "replicates (``refits``), each started at the full-data fit, with every point's own deviation from the "
-            "law added: ``tau2`` by REML on the law linearised at the fit (its Jacobian in log space), ``lof_*`` "
-            "and ``df`` as in powerlaw_fits.csv. ``corner_*``: the law fitted without the "
-            "largest size at its largest D predicts that point; ``rmse_log``: the fit's error in log space. "
-            "``not_identified``: parameters at a bound of their domain (E, A, B >= 0; exponents in [0, 5]) in the fit "
-            "or in most refits, which the data cannot identify (another fit reaches the same loss elsewhere): their "
-            "intervals are left empty rather than reported as a point. Empty when no model declares D."
+            "by least squares on log y (Levenberg-Marquardt from a grid of starts; Hoffmann et al. 2022 used a "
+            "Huber loss, which with these residuals is nearly least absolute deviations, an estimator no "
+            "least-squares noise model describes). Intervals: every bootstrap replicate refitted, with the scatter "
+            "around the law beyond the documents in it, in two parts estimated together by REML: a run's "
+            "deviation shared by its checkpoints (``tau2``) and each checkpoint's own (``tau2_checkpoint``); "
+            "``df``: the multivariate Satterthwaite degrees of freedom of alpha's variance (t mixture as in "
+            "powerlaw_fits.csv); ``lof_*`` as there. ``corner_*``: the law fitted without the largest size at its "
+            "largest D predicts that point; ``rmse_log``: the fit's error in log space. ``not_identified``: "
+            "parameters at a bound of their domain (E >= 0; exponents in [0, 5]) in the fit or in most refits: "
+            "their intervals are left empty rather than reported as a point. ``at_bound``: parameters whose "
+            "interval ends at such a bound (at least 2.5% of refits there): that end is the domain's edge, not a "
+            "quantile of the noise. Empty when no model declares D."
         ),
     ),
 ]

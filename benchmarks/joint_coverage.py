@@ -1,0 +1,124 @@
+"""Coverage of the joint law's S-exponent interval (joint_fits.csv) with planted run and checkpoint scatter.
+
+Six sizes of the default ladder, each trained once and saved at three token counts (18 points), around a planted
+joint law log y = log(E + A S^-alpha + B D^-beta) + u_run + u_point + e: a run's deviation u_run ~ N(0, tau_run^2)
+shared by its three checkpoints, each checkpoint's own u_point ~ N(0, tau_point^2), and document noise e ~ N(0, V)
+(SDs 0.01-0.03 in log space, smaller for larger models and later checkpoints; correlation 0.9 within a run, 0.8
+between runs: the paired bootstrap's shape). Each simulation draws B document replicates y_b = y e^(N(0, V)), fits
+the law (least squares in log space), gives the replicates the size level and refits them, as joint_fits.csv does,
+with three models of the scatter:
+
+- `run+point`: the workflow's, a run's component and a checkpoint's (`rankscale.laws.components`);
+- `point`: a deviation per checkpoint only (K = I, the checkpoints taken as independent sizes: before);
+- `run`: a run's deviation only.
+
+    python benchmarks/joint_coverage.py [--sims 2000] [--replicates 400] [--cells NAME ...]
+
+Prints each cell's coverage of the planted alpha and beta with its Monte Carlo standard error, and mean widths.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from rankscale.laws import FORMS, JointLaw, Points
+from rankscale.laws.random_effects import size_matrix
+from rankscale.tables.noise import LawNoise, Noise
+
+JOINT = FORMS["joint"]
+SIZES = np.array([25_472, 100_096, 335_712, 793_344, 1_779_840, 3_159_552], dtype=np.float64)  # the ladder's S
+TOKENS = np.array([30_720, 100_352, 300_032], dtype=np.float64)  # its checkpoints' D
+TRUTH = JointLaw(E=1.0, A=6.0, alpha=0.15, B=60.0, beta=0.4, n=18)  # y ~ 2-6: a CE-like law with a floor
+LEVEL = 0.95
+CELLS = {  # (tau_run, tau_point) in log space
+    "no scatter": (0.0, 0.0),
+    "runs only": (0.02, 0.0),
+    "runs and checkpoints": (0.015, 0.02),
+    "checkpoints only": (0.0, 0.02),
+}
+MODELS = ("run+point", "point", "run")
+
+
+def document_covariance() -> np.ndarray:
+    """V [18, 18] of log y: SD 0.03 at the smallest, earliest point down to 0.01; correlation 0.9 within a run
+    and 0.8 between runs."""
+    s_rank = np.repeat(np.arange(len(SIZES)), len(TOKENS))
+    d_rank = np.tile(np.arange(len(TOKENS)), len(SIZES))
+    sd = 0.03 - 0.012 * s_rank / (len(SIZES) - 1) - 0.008 * d_rank / (len(TOKENS) - 1)
+    corr = np.where(s_rank[:, None] == s_rank[None, :], 0.9, 0.8)
+    np.fill_diagonal(corr, 1.0)
+    return corr * np.outer(sd, sd)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """One cell and model of the scatter: coverage of the planted exponents and the intervals' mean widths."""
+
+    covered: dict[str, float]
+    width: dict[str, float]
+    sims: int
+
+    def line(self, name: str) -> str:
+        parts = []
+        for p in ("alpha", "beta"):
+            c = self.covered[p]
+            se = np.sqrt(c * (1 - c) / self.sims)
+            parts.append(f"{p} {c:.1%} +/- {se:.1%} (width {self.width[p]:.3f})")
+        return f"{name:>10}: " + "; ".join(parts)
+
+
+def simulate(cell: tuple[float, float], sims: int, replicates: int, seed: int,
+             models: tuple[str, ...] = MODELS) -> dict[str, Coverage]:  # fmt: skip
+    rng = np.random.default_rng(seed)
+    S, D = np.repeat(SIZES, len(TOKENS)), np.tile(TOKENS, len(SIZES))
+    points = Points.joint(S, D)
+    runs = [str(s) for s in S]
+    kinds = {"run+point": (size_matrix(runs), np.eye(len(S))), "point": (np.eye(len(S)),), "run": (size_matrix(runs),)}
+    chol = np.linalg.cholesky(document_covariance())
+    truth = np.log(TRUTH.at(S, D))
+    tau_run, tau_point = cell
+    hits = {m: {"alpha": 0, "beta": 0} for m in models}
+    widths = {m: {"alpha": 0.0, "beta": 0.0} for m in models}
+    for i in range(sims):
+        run_dev = np.repeat(tau_run * rng.standard_normal(len(SIZES)), len(TOKENS))
+        log_y = truth + run_dev + tau_point * rng.standard_normal(len(S)) + chol @ rng.standard_normal(len(S))
+        y = np.exp(log_y)
+        reps = np.exp(log_y[None, :] + rng.standard_normal((replicates, len(S))) @ chol.T)
+        law = JOINT.fit(points, y)
+        for model in models:
+            honest = LawNoise.of(JOINT, law, points, y, reps, Noise(runs, None, None), ("sim", str(i)), kinds[model])
+            refitted = JOINT.fit_replicates(points, honest.replicates, law, 0)
+            for p in ("alpha", "beta"):
+                low, high = np.nanquantile(refitted[p], [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+                hits[model][p] += int(low <= getattr(TRUTH, p) <= high)
+                widths[model][p] += float(high - low)
+    return {
+        m: Coverage({p: v / sims for p, v in hits[m].items()}, {p: v / sims for p, v in widths[m].items()}, sims)
+        for m in models
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sims", type=int, default=2000)
+    parser.add_argument("--replicates", type=int, default=400)
+    parser.add_argument("--seed", type=int, default=20261127)
+    parser.add_argument("--cells", nargs="+", choices=list(CELLS), default=list(CELLS))
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    args = parser.parse_args()
+    for offset, name in enumerate(args.cells):
+        started = time.perf_counter()
+        result = simulate(CELLS[name], args.sims, args.replicates, args.seed + offset, tuple(args.models))
+        tau_run, tau_point = CELLS[name]
+        print(f"{name} (tau_run {tau_run}, tau_point {tau_point}; {args.sims} simulations, "
+              f"{time.perf_counter() - started:.0f} s)")  # fmt: skip
+        for model, coverage in result.items():
+            print("  " + coverage.line(model))
+
+
+if __name__ == "__main__":
+    main()
