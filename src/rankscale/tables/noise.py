@@ -132,7 +132,10 @@ class LawNoise:
         return np.zeros(len(self.documents)) if self.draws is None else self.draws.new
 
     def refit(self, form: FitForm, law: FittedLaw, points: Points, refits: int) -> Refitted:
-        """The law's parameters on every replicate, the size level included (`refit_both`)."""
+        """The law's parameters on every replicate, the size level included (`refit_both`, without its refits on
+        the documents alone where a form refitted exactly does not need them)."""
+        if self.draws is not None and (form.log_linear or form.batch_refits):
+            return form.fit_replicates(points, self.replicates, law, refits)
         return self.refit_both(form, law, points, refits)[0]
 
     def refit_both(self, form: FitForm, law: FittedLaw, points: Points, refits: int) -> tuple[Refitted, Refitted]:
