@@ -244,7 +244,10 @@ def machine_facts(device: torch.device) -> dict[str, str]:
 
 
 def commit() -> str:
-    """Short hash of HEAD, marked when the working tree differs from it."""
+    """Short hash of HEAD, marked when the working tree differs from it; BENCH_COMMIT where no git
+    history travels (a GPU machine gets a copy of the working tree: benchmarks/gpu_session.sh)."""
+    if os.environ.get("BENCH_COMMIT"):
+        return os.environ["BENCH_COMMIT"]
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True

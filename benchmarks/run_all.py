@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import re
 import time
 import traceback
 from pathlib import Path
@@ -52,9 +53,18 @@ def run(module: str, argv: list[str]) -> str | None:
         gc.collect()
 
 
+def written_sections(results: Path) -> dict[str, str | None]:
+    """The CUDA sections a results file holds (benchmarks/gpu_session.sh writes them one step at a time)."""
+    doc = results.read_text() if results.exists() else ""
+    out: dict[str, str | None] = {}
+    for name in re.findall(r"<!-- begin ([a-z0-9-]*-cuda-[a-z0-9-]+) -->", doc):
+        out[name] = doc.split(f"<!-- begin {name} -->", 1)[1].split(f"<!-- end {name} -->", 1)[0]
+    return out
+
+
 def gpu_summary(texts: dict[str, str | None]) -> str:
     """The GPU section: the device and each module's target lines."""
-    facts = harness.machine_facts(harness.torch.device("cuda"))
+    facts = harness.machine_facts(harness.torch.device("cuda" if harness.torch.cuda.is_available() else "cpu"))
     lines = [
         "## GPU",
         "",
@@ -66,7 +76,9 @@ def gpu_summary(texts: dict[str, str | None]) -> str:
     for name, text in texts.items():
         targets = [line for line in (text or "").splitlines() if line.startswith("**Target**")]
         lines += [f"- `{name}`: " + (" ".join(targets) if targets else "**failed**, see the run's output")]
-    return "\n".join(lines + ["", "```bash", "python benchmarks/run_all.py --device cuda --write", "```"])
+    command = ["bash benchmarks/gpu_session.sh   # one GPU session, every step under a time budget; or:",
+               "python benchmarks/run_all.py --device cuda --write"]  # fmt: skip
+    return "\n".join(lines + ["", "```bash", *command, "```"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,7 +91,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ladder-root", type=Path, help="also the trained-checkpoint sections of a finished workflow run")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--quiet-wait", type=float, default=0.0)
+    p.add_argument("--summary", action="store_true", help="only the GPU summary, from the CUDA sections of --results")
     a = p.parse_args(argv)
+    if a.summary:
+        summary = gpu_summary(written_sections(a.results))
+        print(summary)
+        if a.write:
+            harness.write_section(a.results, "gpu", summary)
+        return 0
     common = ["--threads", str(a.threads)] if a.threads != 2 else []
     common += ["--results", str(a.results)] if a.results != harness.RESULTS else []
     common += (

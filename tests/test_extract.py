@@ -195,13 +195,14 @@ def reference(
     columns = vocab if columns is None else columns
     out: dict[str, list[Any]] = {k: [] for k in ("rank", "logprob", "doc", "pos", "target")}
     tol = []
+    device = next(model.parameters()).device  # the tests of the CUDA path (tests/test_cuda.py) pass a GPU model
     with torch.no_grad(), reference_threads(), head_inputs(model) as hidden:
         for w in range(len(windows)):
             d, s, e, f = (int(a[w]) for a in (windows.doc, windows.start, windows.end, windows.score_from))
             tokens = corpus.doc(d).astype(np.int64)
-            logits = model(input_ids=torch.from_numpy(tokens[s:e])[None]).logits[0].float()
+            logits = model(input_ids=torch.from_numpy(tokens[s:e])[None].to(device)).logits[0].float().cpu()
             rows, targets = torch.arange(f - 1 - s, e - 1 - s), torch.from_numpy(tokens[f:e])
-            tol.append(path_tolerance(logits[rows, :vocab], targets, hidden[-1][0, rows],
+            tol.append(path_tolerance(logits[rows, :vocab], targets, hidden[-1][0].cpu()[rows],
                                       model.get_output_embeddings(), output_dtype=output_dtype))  # fmt: skip
             for p in range(f, e):
                 row = logits[p - 1 - s].numpy().astype(np.float64)

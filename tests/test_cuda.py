@@ -1,0 +1,183 @@
+"""The CUDA path on a real GPU: float32 and bfloat16 (float32 head) extraction, a real out-of-memory back-off,
+`device_map`, and the GPU slots' device names. Marked `cuda`; skipped where torch sees no CUDA device (CI).
+
+`RANKSCALE_TEST_CUDA_ON_CPU=1` runs them on the CPU instead (all but the memory-limit test): a rehearsal of
+the test code itself before a GPU session (benchmarks/gpu_session.sh), not a test of the CUDA path.
+The CPU tests of the same code paths stay in tests/test_extract.py (simulated out-of-memory, bfloat16 head).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, GPTNeoXConfig
+
+from rankscale.corpus import Document
+from rankscale.extract import extract_ranks
+from rankscale.gpu_slots import cuda_device_ids
+from rankscale.ladder import train_tokenizer
+from rankscale.models import ModelSource, check_device, load_model, load_tokenizer
+from rankscale.sources.packaged import pydoc_documents
+from rankscale.tokens import TokenizedCorpus, tokenize_documents
+from rankscale.windows import Windows, WindowSpec, plan_windows
+from tests.test_extract import (
+    ARCHS,
+    SPEC,
+    TEXTS,
+    Float32Head,
+    assert_matches_reference,
+    make_config,
+    reference,
+    scoring,
+)
+from tests.tolerances import assert_ranks_close
+
+REHEARSAL = os.environ.get("RANKSCALE_TEST_CUDA_ON_CPU") == "1"
+DEVICE = "cpu" if REHEARSAL else "cuda"
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not REHEARSAL and not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
+
+
+@pytest.fixture(scope="module")
+def model_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The tiny models of tests/test_extract.py (4 architectures, padded heads), saved with their tokenizer."""
+    from transformers import AutoTokenizer
+
+    tok_dir = tmp_path_factory.mktemp("tokenizer")
+    docs = [Document(str(i), t) for i, t in enumerate(TEXTS)] + list(pydoc_documents())[:20]
+    train_tokenizer(docs, 300, tok_dir)
+    tok = AutoTokenizer.from_pretrained(str(tok_dir))
+    dirs = {}
+    for i, arch in enumerate(ARCHS):
+        torch.manual_seed(100 + i)
+        out = tmp_path_factory.mktemp(arch)
+        AutoModelForCausalLM.from_config(make_config(arch, tok.eos_token_id)).save_pretrained(str(out))
+        tok.save_pretrained(str(out))
+        dirs[arch] = out
+    return dirs
+
+
+def loaded(path: Path, dtype: str = "float32", device: str = DEVICE, device_map: str | None = None) -> Any:
+    """The model as an extraction job loads it (the workflow's loader)."""
+    where = ModelSource.directory(path.name, str(path))
+    return load_model(where, dtype=dtype, device=device, device_map=device_map, attn_implementation=None)
+
+
+@pytest.fixture(scope="module")
+def corpus(model_dirs: dict[str, Path]) -> TokenizedCorpus:
+    tok = load_tokenizer(ModelSource.directory("t", str(model_dirs["gpt_neox"])))
+    tokenized, _ = tokenize_documents([Document(str(i), t) for i, t in enumerate(TEXTS)], tok, add_special_tokens=False)
+    return tokenized
+
+
+@pytest.fixture(scope="module")
+def windows(corpus: TokenizedCorpus) -> Windows:
+    return plan_windows(corpus.doc_lengths(), SPEC)
+
+
+def vocab(path: Path) -> int:
+    return len(load_tokenizer(ModelSource.directory("t", str(path))))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_float32_on_the_gpu_matches_the_cpu_reference(arch: str, model_dirs: dict[str, Path], corpus, windows) -> None:
+    """Batched GPU extraction against per-window passes of the same weights on the CPU: two devices' kernels
+    round differently, so the float32 bounds of tests/tolerances.py, as for two CPUs."""
+    gpu = loaded(model_dirs[arch])
+    assert next(gpu.parameters()).device.type == DEVICE
+    got = extract_ranks(gpu, corpus, windows, vocab(model_dirs[arch]), scoring(batch_size=4))
+    cpu = loaded(model_dirs[arch], device="cpu")
+    assert_matches_reference(got, reference(cpu, corpus, windows, vocab(model_dirs[arch])))
+
+
+def test_bfloat16_on_the_gpu_gets_a_float32_head(model_dirs: dict[str, Path], corpus, windows) -> None:
+    """bfloat16 weights on the GPU, logits from a float32 copy of the head: against per-window passes of the
+    same bfloat16 backbone on the same GPU with a float32 head (only the heads' float32 reductions differ);
+    a head left in bfloat16 ties far more often, as on the CPU."""
+    path = model_dirs["gpt_neox"]
+    model = loaded(path, dtype="bfloat16")
+    assert next(model.parameters()).dtype == torch.bfloat16
+    n = vocab(path)
+    fp32_head = extract_ranks(model, corpus, windows, n, scoring(batch_size=1))
+    assert_matches_reference(fp32_head, reference(Float32Head(model).to(DEVICE), corpus, windows, n))
+    native = extract_ranks(model, corpus, windows, n, scoring(batch_size=1, head_dtype=None))
+    native_gt = extract_ranks(model, corpus, windows, n, scoring(ties="gt", batch_size=1, head_dtype=None))
+    fp32_gt = extract_ranks(model, corpus, windows, n, scoring(ties="gt", batch_size=1))
+    assert (native.rank > native_gt.rank).mean() > 0.05 and (fp32_head.rank > fp32_gt.rank).sum() == 0
+
+
+def test_device_map_auto_loads_onto_the_gpu_with_the_same_ranks(model_dirs: dict[str, Path], corpus, windows) -> None:
+    """`device_map: auto` (transformers + accelerate) puts a model that fits on the one GPU; its ranks are the
+    plain load's, bit for bit (same device, same kernels, same batches)."""
+    if REHEARSAL:
+        pytest.skip("device_map places models on accelerators only")
+    path = model_dirs["qwen2"]
+    mapped = loaded(path, dtype="bfloat16", device="auto", device_map="auto")
+    assert set(mapped.hf_device_map.values()) <= {0, "cuda:0"}, mapped.hf_device_map
+    plain = loaded(path, dtype="bfloat16")
+    n = vocab(path)
+    a = extract_ranks(mapped, corpus, windows, n, scoring(batch_size=4))
+    b = extract_ranks(plain, corpus, windows, n, scoring(batch_size=4))
+    assert np.array_equal(a.rank, b.rank) and np.array_equal(a.logprob, b.logprob)
+
+
+def test_a_real_out_of_memory_halves_the_batch_and_loses_nothing(tmp_path: Path, caplog) -> None:
+    """The GPU's own allocator refuses the batch (a per-process memory cap a little above the loaded model):
+    extraction halves the batch until it fits, keeps what it scored, and gives the ranks and log-probs of an
+    unconstrained run at the batch size it settled on, bit for bit."""
+    if REHEARSAL:
+        pytest.skip("torch.cuda.set_per_process_memory_fraction has no CPU counterpart")
+    config = GPTNeoXConfig(vocab_size=4096, hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
+                           intermediate_size=1024, max_position_embeddings=1024, rotary_pct=0.25)  # fmt: skip
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config).to(DEVICE).eval()
+    length, count = 1024, 64
+    ids = np.random.default_rng(0).integers(0, 4096, size=length * count).astype(np.int32)
+    corpus = TokenizedCorpus(ids, np.arange(0, length * count + 1, length, dtype=np.int64))
+    windows = plan_windows(corpus.doc_lengths(), WindowSpec(length, stride=None, max_windows_per_doc=None))
+    torch.cuda.empty_cache()
+    total = torch.cuda.get_device_properties(0).total_memory
+    cap = torch.cuda.memory_reserved() + 256 * 2**20  # a batch of 64 windows needs over 512 MiB (its MLP alone)
+    stats: dict[str, Any] = {}
+    torch.cuda.set_per_process_memory_fraction(cap / total)
+    try:
+        got = extract_ranks(model, corpus, windows, 4096, scoring(batch_size=count), stats=stats)
+    finally:
+        torch.cuda.set_per_process_memory_fraction(1.0)
+        torch.cuda.empty_cache()
+    assert 1 <= stats["batch_size"] < count, stats
+    assert "out of memory: retrying with batch size" in caplog.text
+    free = extract_ranks(model, corpus, windows, 4096, scoring(batch_size=stats["batch_size"]))
+    assert np.array_equal(got.rank, free.rank) and np.array_equal(got.logprob, free.logprob)
+    wide = extract_ranks(model, corpus, windows, 4096, scoring(batch_size=count))  # other shapes: rounding only
+    tol = reference_tolerance(model, corpus, windows)
+    assert_ranks_close(wide.rank, free.rank, tol, "batch 64 (no cap) vs the back-off's batch")
+
+
+def reference_tolerance(model: Any, corpus: TokenizedCorpus, windows: Windows) -> Any:
+    """Per-token float32 bounds from per-window passes (tests/tolerances.py), for comparing two batchings."""
+    return reference(model, corpus, windows, 4096)["tol"]
+
+
+def test_gpu_slots_name_the_real_devices() -> None:
+    """The slot locks are named for each visible device's UUID as nvidia-smi reports it (one lock per physical
+    GPU, whatever CUDA_VISIBLE_DEVICES renumbers), and `device: cuda` passes the job's device check."""
+    if REHEARSAL:
+        pytest.skip("no GPU to name")
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        pytest.skip("nvidia-smi is not on the PATH")
+    listed = re.findall(r"UUID: (GPU-[0-9a-f-]+)", subprocess.run([smi, "-L"], capture_output=True, text=True).stdout)
+    assert cuda_device_ids() == listed[: torch.cuda.device_count()] and listed
+    check_device("cuda", "m", "models[0].device")
+    check_device("cuda:0", "m", "models[0].device")
