@@ -24,7 +24,7 @@ trap finish EXIT
 BUDGET_S=${BUDGET_S:-420}
 START=$(date +%s)
 STEPS=${STEPS:-setup tests throughput-bf16 memory-bf16 trained-bf16 throughput-f32 lmeval-bf16 memory-f32 lmeval-f32}
-export PYTHONUNBUFFERED=1 PYTHONPATH=src:benchmarks:.${EXTRA_PATH:+:$EXTRA_PATH} HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True PYTHONUNBUFFERED=1 PYTHONPATH=src:benchmarks:.${EXTRA_PATH:+:$EXTRA_PATH} HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 PY=${PY:-python3}
 if [ -n "${REHEARSE:-}" ]; then
   DEV=(--device cpu --quick) SUMMARY=0

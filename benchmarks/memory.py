@@ -139,7 +139,8 @@ def limit_memory(model: Any, device: torch.device, held: int, headroom_mib: int,
     """CUDA: cap this process at what it holds + headroom. CPU: fail batches above cpu_cap windows."""
     if device.type == "cuda":
         total = torch.cuda.get_device_properties(device).total_memory
-        torch.cuda.set_per_process_memory_fraction(min(1.0, (held + headroom_mib * 2**20) / total), device)
+        index = device.index if device.index is not None else torch.cuda.current_device()  # it refuses a bare 'cuda'
+        torch.cuda.set_per_process_memory_fraction(min(1.0, (held + headroom_mib * 2**20) / total), index)
         return
 
     def refuse(module: Any, args: Any, kwargs: Any) -> None:

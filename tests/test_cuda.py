@@ -123,7 +123,8 @@ def test_device_map_auto_loads_onto_the_gpu_with_the_same_ranks(model_dirs: dict
         pytest.skip("device_map places models on accelerators only")
     path = model_dirs["qwen2"]
     mapped = loaded(path, dtype="bfloat16", device="auto", device_map="auto")
-    assert set(mapped.hf_device_map.values()) <= {0, "cuda:0"}, mapped.hf_device_map
+    # transformers sets hf_device_map only when it spreads a model (5.17 on an H200 left it unset here)
+    assert {p.device for p in mapped.parameters()} == {torch.device("cuda", 0)}
     plain = loaded(path, dtype="bfloat16")
     n = vocab(path)
     a = extract_ranks(mapped, corpus, windows, n, scoring(batch_size=4))

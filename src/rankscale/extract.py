@@ -148,9 +148,56 @@ def output_head(model: Any, head_dtype: torch.dtype | None) -> Any:
         )
     if head_dtype is None or head.weight.dtype == head_dtype:
         return head
+    if head_dtype == torch.float32 and _half_products_exact(head.weight):
+        return _HalfWeightsFloat32Logits(head)
     weight = head.weight.detach().to(head_dtype)
     bias = None if head.bias is None else head.bias.detach().to(head_dtype)
     return lambda hidden: torch.nn.functional.linear(hidden.to(weight.device, head_dtype), weight, bias)
+
+
+def _half_products_exact(weight: torch.Tensor) -> bool:
+    """Whether this device multiplies bfloat16/float16 matrices into float32 output (`torch.mm(out_dtype=)`,
+    CUDA): then the float32 head needs no float32 copy of the weights."""
+    if weight.dtype not in (torch.bfloat16, torch.float16) or weight.device.type != "cuda":
+        return False
+    probe = torch.ones((1, 1), dtype=weight.dtype, device=weight.device)
+    try:
+        return torch.mm(probe, probe, out_dtype=torch.float32).dtype == torch.float32
+    except (RuntimeError, TypeError, NotImplementedError):
+        return False
+
+
+class _HalfWeightsFloat32Logits:
+    """Float32 logits of a bfloat16 (float16) head on a GPU, from the tensor cores, equal to the float32 copy's.
+
+    A product of two bfloat16 numbers (8-bit significands) is exact in float32 (24 bits), float16's (11) too,
+    so a half-precision matrix product that accumulates and returns float32 computes what the float32 copy
+    of the head does, up to the order of the float32 sums (the same freedom any two float32 paths have).
+    Reductions are held to float32 (`allow_bf16/fp16_reduced_precision_reduction` off during the product).
+    A hidden state of another dtype than the weights takes the float32 path.
+    """
+
+    def __init__(self, head: Any) -> None:
+        self.weight_t = head.weight.detach().T.contiguous()  # [d, V], a bfloat16 copy (half the float32 one)
+        self.bias = None if head.bias is None else head.bias.detach().float()
+        self.head = head
+        self._float32: torch.Tensor | None = None
+
+    def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
+        hidden = hidden.to(self.weight_t.device)
+        if hidden.dtype != self.weight_t.dtype:
+            if self._float32 is None:
+                self._float32 = self.head.weight.detach().float()
+            return torch.nn.functional.linear(hidden.float(), self._float32, self.bias)
+        flags = torch.backends.cuda.matmul
+        saved = (flags.allow_bf16_reduced_precision_reduction, flags.allow_fp16_reduced_precision_reduction)
+        flags.allow_bf16_reduced_precision_reduction = flags.allow_fp16_reduced_precision_reduction = False
+        try:
+            out = torch.mm(hidden.reshape(-1, hidden.shape[-1]), self.weight_t, out_dtype=torch.float32)
+        finally:
+            flags.allow_bf16_reduced_precision_reduction, flags.allow_fp16_reduced_precision_reduction = saved
+        out = out.reshape(*hidden.shape[:-1], out.shape[-1])
+        return out if self.bias is None else out + self.bias
 
 
 def extract_ranks(
