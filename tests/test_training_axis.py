@@ -15,7 +15,10 @@ import yaml
 from rankscale.config import ConfigError
 from rankscale.laws import JointLaw, fit_joint_law
 from rankscale.plan import build_plan
-from tests.conftest import REPO, copy_run, file_states, job_key, output_jobs, planned_jobs, snakemake
+from rankscale.tables import TABLES
+from tests.conftest import REPO, copy_run, file_states, files, job_key, output_jobs, planned_jobs, snakemake
+
+TOKEN_FIGURES = ("fig10_rbp_vs_tokens", "fig11_compute_frontier")  # the figures in training tokens
 
 SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
 DATASETS = list(SMOKE["datasets"])
@@ -110,9 +113,12 @@ def grown(smoke_run: Path, tmp_path_factory: pytest.TempPathFactory) -> SimpleNa
     """The smoke run, then a checkpoint at 8,000 tokens added to every size and run."""
     work = copy_run(smoke_run, tmp_path_factory.mktemp("tokens") / "run")
     args = write(work, "ck", with_checkpoints(8000))
-    plan = planned_jobs(work, *args)
+    plan = planned_jobs(work, *args)  # every job: the test of the plan checks them all
     before = file_states(work, "results/ranks/**/*", "resources/ladder/**/*")
-    result = snakemake(work, "--cores", "2", *args)
+    ck = files(work, "config/ck.yaml")  # what the tests read: every table and the two figures in training tokens
+    targets = [ck.table(name) for name in TABLES]
+    targets += [ck.figure(name, ext) for name in TOKEN_FIGURES for ext in ("png", "pdf")]
+    result = snakemake(work, "--cores", "2", *targets, *args)  # targets before --configfile (it takes every word after)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
     return SimpleNamespace(
         work=work,
@@ -149,7 +155,7 @@ def test_checkpoints_are_scored_and_fitted_in_training_tokens(grown: SimpleNames
     assert (ce["beta"] > 0).all() and (ce["beta_ci_low"] <= ce["beta"]).all()  # more tokens, lower CE
     joint = pd.read_csv(tables / "joint_fits.csv")
     assert (joint["n_points"] == 2 * len(SIZES)).all() and np.isfinite(joint["E"]).all()
-    for name in ("fig10_rbp_vs_tokens", "fig11_compute_frontier"):
+    for name in TOKEN_FIGURES:
         assert (grown.work / f"results/ck/figures/{name}.png").stat().st_size > 5000
 
 

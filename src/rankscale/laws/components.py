@@ -19,6 +19,7 @@ Kenward and Roger's df reduces to for a variance linear in the components).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -91,16 +92,21 @@ def multivariate_satterthwaite(variance: float, b: np.ndarray, information: np.n
 
 
 def fit_components(
-    X: np.ndarray, y: np.ndarray, V: np.ndarray, Ks: Sequence[np.ndarray], contrast: np.ndarray
+    X: np.ndarray,
+    y: np.ndarray,
+    V: np.ndarray,
+    Ks: Sequence[np.ndarray],
+    contrast: np.ndarray,
+    documents_df: float = math.inf,
 ) -> SizeLevel | None:
     """The components' tau^2 (`SizeLevel.parts`; `tau2` is the first), Q and the df of `contrast`^T beta's OLS
-    variance; None where the points leave no residual degrees of freedom."""
+    variance; None where the points leave no residual degrees of freedom. `documents_df`: V's (`lack_of_fit`)."""
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if not leaves_residual(X, y):
         return None
     taus = reml_components(X, y, V, Ks)
     information = components_information(taus, X, V, Ks)
-    q, q_df, q_p = lack_of_fit(X, y, V)
+    q, q_df, q_p = lack_of_fit(X, y, V, documents_df)
     hc = ols_map(X).T @ np.asarray(contrast, dtype=np.float64)
     b = np.array([float(hc @ K @ hc) for K in Ks])
     variance = float(hc @ V @ hc) + float(b @ taus)

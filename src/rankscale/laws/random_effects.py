@@ -10,7 +10,8 @@ of one size). tau^2 is the scatter of the sizes around their law beyond what doc
 paper's estimator is ordinary least squares, so the points stay OLS; their covariance is H (V + tau^2 K) H^T
 (H the OLS map), tau^2 is estimated by REML using the full V (variance-only meta-analysis code ignores the
 correlations and under-covers), and intervals use Student's t with Satterthwaite degrees of freedom from
-tau^2's REML information. Lack of fit is Q = r^T V^-1 r (GLS residuals, tau^2 = 0) against chi^2 on M - p.
+tau^2's REML information. Lack of fit is Q = r^T V^-1 r (GLS residuals, tau^2 = 0) against chi^2 on M - p where V
+is known, and against Hotelling's T^2 where V is a bootstrap over few documents (`lack_of_fit`).
 
 Forms that are not linear in their parameters use the same model linearised at the fit (X = the Jacobian of
 log y-hat in the parameters): tau^2 depends only on X's column space, so for the power law the Jacobian and
@@ -19,6 +20,7 @@ log y-hat in the parameters): tau^2 depends only on X's column space, so for the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -159,14 +161,37 @@ def reml_tau2(X: np.ndarray, y: np.ndarray, V: np.ndarray, K: np.ndarray) -> flo
     return float(found.x) if -found.fun > values[best] else float(grid[best])
 
 
-def lack_of_fit(X: np.ndarray, y: np.ndarray, V: np.ndarray) -> tuple[float, int, float]:
-    """Q = r^T V^-1 r for the GLS residuals with documents (and seeds) as the only noise; chi^2 on M - p."""
+def lack_of_fit(
+    X: np.ndarray, y: np.ndarray, V: np.ndarray, documents_df: float = math.inf
+) -> tuple[float, int, float]:
+    """Q = r^T V^-1 r for the GLS residuals with documents (and seeds) as the only noise, on m = M - p degrees of
+    freedom, and its p-value.
+
+    Q = z^T (L^T V L)^-1 z with z = L^T y the residual-space coordinates (`residual_basis`). With V known, Q is
+    chi^2_m. V is the covariance of a bootstrap over documents, itself estimated from them: with `documents_df`
+    = nu (the effective number of documents less one, `rankscale.summary.kish_documents`), L^T V L is taken as
+    Wishart on nu degrees of freedom, and Q is Hotelling's T^2: Q (nu - m + 1) / (nu m) ~ F(m, nu - m + 1)
+    (Hotelling 1931; Anderson, An Introduction to Multivariate Statistical Analysis, 3rd ed., 5.2). chi^2 is
+    its nu -> infinity limit; with nu <= m - 1 the documents cannot test the law (p is NaN)."""
     v_inv, _ = _chol_inverse(V)
     beta = np.linalg.solve(X.T @ v_inv @ X, X.T @ v_inv @ y)
     r = y - X @ beta
     q = float(r @ v_inv @ r)
     dof = len(y) - X.shape[1]
-    return q, dof, float(special.chdtrc(dof, q)) if dof > 0 else float("nan")
+    return q, dof, hotelling_p(q, dof, documents_df)
+
+
+def hotelling_p(q: float, dof: int, documents_df: float = math.inf) -> float:
+    """P(T^2 >= q) for Hotelling's T^2 of dimension `dof` with a covariance on `documents_df` degrees of freedom
+    (chi^2_dof where that is infinite); NaN where no test exists (no residual, or too few documents)."""
+    if dof <= 0:
+        return float("nan")
+    if not np.isfinite(documents_df):
+        return float(special.chdtrc(dof, q))
+    denominator = documents_df - dof + 1.0
+    if denominator <= 0:
+        return float("nan")
+    return float(special.fdtrc(dof, denominator, q * denominator / (documents_df * dof)))
 
 
 def ols_map(X: np.ndarray) -> np.ndarray:
@@ -199,16 +224,17 @@ def leaves_residual(X: np.ndarray, y: np.ndarray) -> bool:
 
 
 def fit_size_level(
-    X: np.ndarray, y: np.ndarray, V: np.ndarray, K: np.ndarray, contrast: np.ndarray
+    X: np.ndarray, y: np.ndarray, V: np.ndarray, K: np.ndarray, contrast: np.ndarray, documents_df: float = math.inf
 ) -> SizeLevel | None:
     """tau^2, Q and the degrees of freedom of `contrast`^T beta; None where the points leave no residual degrees
-    of freedom (as many points as parameters): the scatter of the sizes cannot be told from the law there."""
+    of freedom (as many points as parameters): the scatter of the sizes cannot be told from the law there.
+    `documents_df`: the degrees of freedom of V, a bootstrap over documents (`lack_of_fit`)."""
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if not leaves_residual(X, y):
         return None
     tau2 = reml_tau2(X, y, V, K)
     information = reml_information(tau2, X, V, K)
-    q, q_df, q_p = lack_of_fit(X, y, V)
+    q, q_df, q_p = lack_of_fit(X, y, V, documents_df)
     df = satterthwaite_df(np.asarray(contrast, dtype=np.float64), X, V, K, tau2, information)
     return SizeLevel(tau2=tau2, q=q, q_df=q_df, q_p=q_p, df=df, information=information)
 

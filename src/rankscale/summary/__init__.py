@@ -1,6 +1,15 @@
 """Per model x dataset summaries: computed once from a rank array (`compute`), read as typed results (`types`)."""
 
-from rankscale.summary.compute import RankPairs, Resampling, SummarySettings, per_document, rank_tests, summarize
+from rankscale.summary.compute import (
+    FEW_DOCUMENTS,
+    RankPairs,
+    Resampling,
+    SummarySettings,
+    kish_documents,
+    per_document,
+    rank_tests,
+    summarize,
+)
 from rankscale.summary.types import (
     MODEL_COLUMNS,
     ModelInfo,
@@ -16,6 +25,7 @@ from rankscale.summary.types import (
 )
 
 __all__ = [
+    "FEW_DOCUMENTS",
     "MODEL_COLUMNS",
     "ModelInfo",
     "RankPairs",
@@ -26,6 +36,7 @@ __all__ = [
     "SummaryError",
     "SummaryPaths",
     "SummarySettings",
+    "kish_documents",
     "load_histogram",
     "load_replicates",
     "per_document",

@@ -24,7 +24,7 @@ from rankscale.lognormal import DegenerateRanks
 from rankscale.metrics import document_statistics
 from rankscale.rankdist import FAMILIES, fit_family, vuong
 from rankscale.rankfile import RankArrays
-from rankscale.statistics import RUN_HITS, RUN_WINDOWS, Scored, k_grid, rank_histogram, segment_starts
+from rankscale.statistics import RUN_HITS, RUN_WINDOWS, TOKENS, Scored, k_grid, rank_histogram, segment_starts
 from rankscale.strata import StrataSettings, StrataTokens, assign
 from rankscale.summary.types import ModelInfo, RankTest, RunRate, Summary
 from rankscale.windows import WindowSpec
@@ -148,6 +148,21 @@ def per_document(
     return docs, {name: value for name, value in stats.items() if value is not None}
 
 
+# Below this many effective documents a dataset is marked `few_documents` in metrics.csv: there the document
+# bootstrap's percentile intervals of a model's metrics cover less than 93% of the time (benchmarks/few_documents.py,
+# docs/science.md "Few documents"), and a lack-of-fit test on them has little power.
+FEW_DOCUMENTS = 10.0
+
+
+def kish_documents(tokens: np.ndarray) -> float:
+    """Kish's effective number of documents, (sum n_d)^2 / sum n_d^2 over the resampled units' scored tokens n_d:
+    how many equally long documents a token-weighted mean is worth. pydoc's 27 documents (73 to 7,153 tokens
+    under the default ladder's tokenizer) are worth 6.6; a bootstrap covariance over them is that noisy."""
+    n = np.asarray(tokens, dtype=np.float64)
+    squares = float((n**2).sum())
+    return float(n.sum()) ** 2 / squares if squares > 0 else math.nan
+
+
 def target_bytes(target: np.ndarray, token_bytes: np.ndarray) -> np.ndarray:
     """Per scored token, the UTF-8 byte length of its target's text (`token_bytes` indexed by token id)."""
     if target.size and int(target.max()) >= token_bytes.size:
@@ -209,6 +224,7 @@ def summarize(
         vocab_size=vocab_size,
         n_tokens=int(arrays.rank.size),
         n_documents=len(docs),
+        n_eff_documents=kish_documents(np.bincount(units, weights=stats[TOKENS.name])),
         k=ks,
         sums={name: value.tolist() for name, value in sums.items()},
         emergence_k=emergence_k,

@@ -8,6 +8,7 @@ replicate file is named when it is read, never half-used.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -32,6 +33,8 @@ MODEL_COLUMNS = (
     "replica_of",
     "vocab_size",
     "n_tokens",
+    "n_documents",
+    "n_eff_documents",
 )
 
 
@@ -99,9 +102,13 @@ class Summary:
     ties: str
     rank_sha256: str
     files: dict[str, str] = field(default_factory=dict)  # sha256 of the histogram and replicate files, by kind
-    strata_columns: list[Stratum] = field(default_factory=list)  # every stratum of every kind: the strata_* sums' columns
+    # every stratum of every kind: the strata_* sums' columns
+    strata_columns: list[Stratum] = field(default_factory=list)
     strata_k: list[int] = field(default_factory=list)  # the k of the strata's hits
-    quantization: str | None = None  # a GGUF model's quantization type (e.g. 'Q4_1'): its ranks are those of the dequantized weights
+    # a GGUF model's quantization type (e.g. 'Q4_1'): its ranks are those of the dequantized weights
+    quantization: str | None = None
+    # Kish's effective number of documents (`rankscale.summary.kish_documents`): what a bootstrap over them is worth
+    n_eff_documents: float = math.nan
 
     @property
     def family(self) -> str:
@@ -126,7 +133,8 @@ class Summary:
     def columns(self) -> dict[str, Any]:
         """The columns every per-model table row starts with (MODEL_COLUMNS)."""
         values = {**asdict(self.info), "model": self.model, "dataset": self.dataset, "S": self.S,
-                  "vocab_size": self.vocab_size, "n_tokens": self.n_tokens}  # fmt: skip
+                  "vocab_size": self.vocab_size, "n_tokens": self.n_tokens, "n_documents": self.n_documents,
+                  "n_eff_documents": self.n_eff_documents}  # fmt: skip
         return {name: values[name] for name in MODEL_COLUMNS}
 
     def run(self, k: int, n: int) -> RunRate:

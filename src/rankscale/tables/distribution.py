@@ -17,7 +17,7 @@ from rankscale.report import sections
 from rankscale.statistics import TOKENS
 from rankscale.summary import RankTest, Summary
 from rankscale.tables.base import Replicates, Table, optional_columns, with_intervals
-from rankscale.tables.noise import line_with_sizes
+from rankscale.tables.noise import covariance_df, line_with_sizes
 
 LOGNORMAL = "lognormal"  # the rank test entry of the lognormal itself (the others are its alternatives)
 
@@ -162,7 +162,8 @@ def lognormal_trends_table(
                  for s in group], axis=1,
             )  # fmt: skip
             groups = [s.replica_of or s.model for s in group]
-            size_level, samples = line_with_sizes(x, y, samples, groups, seed, (family, dataset, quantity))
+            size_level, samples = line_with_sizes(x, y, samples, groups, seed, (family, dataset, quantity),
+                                                  covariance_df([s.n_eff_documents for s in group]))  # fmt: skip
             fit, reps = ols(x, y[None, :].astype(np.float64)), ols(x, samples)
             for p in ("slope", "intercept", "r2"):
                 row.update(with_intervals(float(fit[p][0]), reps[p], level, p))

@@ -60,7 +60,15 @@ class HeldOut:
         points = Points.of(group["S"].to_numpy(dtype=np.float64))
         X, _ = log_design(form, law, points)
         fitted = slice(0, n_fit)
-        level = size_level_of(form, law, points.take(fitted), log_y[fitted], log_reps[:, fitted], noise.groups[fitted])
+        level = size_level_of(
+            form,
+            law,
+            points.take(fitted),
+            log_y[fitted],
+            log_reps[:, fitted],
+            noise.groups[fitted],
+            documents_df=noise.documents_df,
+        )
         label = noise.label + ("+sizes" if level is not None else "")
         return cls(form, law, points, log_y, log_reps, X, n_fit, level, size_matrix(noise.groups[fitted]), label)
 

@@ -60,7 +60,7 @@ class FamilyExponent:
             return f"{form.exponent} at a bound of its domain"
         h = ols_map(X)[names.index(form.exponent)]
         deviation = (log_reps - log_y) @ h  # the linearised exponent's change on each replicate (exact for OLS)
-        level = size_level_of(form, law, points, log_y, log_reps, noise.groups)
+        level = size_level_of(form, law, points, log_y, log_reps, noise.groups, documents_df=noise.documents_df)
         value = float(law.row()[form.exponent])
         if level is None:
             return cls(value, deviation, 0.0, math.nan, 0.0, noise.label)

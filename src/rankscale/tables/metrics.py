@@ -12,7 +12,7 @@ import pandas as pd
 from rankscale.bootstrap import interval
 from rankscale.metrics import METRICS
 from rankscale.report.sections import LAWS
-from rankscale.summary import Summary
+from rankscale.summary import FEW_DOCUMENTS, Summary
 from rankscale.tables.base import Replicates, Table, optional_columns, typed
 
 
@@ -33,7 +33,8 @@ def metrics_table(summaries: Iterable[Summary], replicates: Replicates | None, l
             else:
                 low = high = np.full(len(ks), math.nan)
             for k, v, lo, hi in zip(ks, values, low, high, strict=True):
-                rows.append({**base, "metric": metric.name, "k": k, "value": float(v), "ci_low": lo, "ci_high": hi,
+                rows.append({**base, "few_documents": bool(s.n_eff_documents < FEW_DOCUMENTS), "metric": metric.name,
+                             "k": k, "value": float(v), "ci_low": lo, "ci_high": hi,
                              "quantization": s.quantization})  # fmt: skip
     df = optional_columns(typed(pd.DataFrame(rows)), "quantization")  # only where some model is a GGUF's
     return df.sort_values(["family", "dataset", "metric", "k", "S", "D"], kind="stable").reset_index(drop=True)
@@ -51,7 +52,9 @@ TABLES = [
             "(fraction of scored tokens whose correct token ranks <= k) on a log-spaced k grid from 1 to "
             "the vocabulary size; ``metric = ce`` rows give the cross-entropy in nats per token, ``metric = bpb`` "
             "the same in bits per UTF-8 byte of the scored targets' text (comparable across tokenizers). S is the number of "
-            "non-embedding parameters; n_tokens the number of scored tokens. ``ci_low``, ``ci_high``: "
+            "non-embedding parameters; n_tokens the number of scored tokens, n_documents their documents and "
+            "n_eff_documents Kish's effective number of them, (sum n_d)^2 / sum n_d^2; ``few_documents``: under "
+            f"{FEW_DOCUMENTS:g} effective documents, where these intervals under-cover. ``ci_low``, ``ci_high``: "
             "percentile interval (``analysis.bootstrap.level``) of a bootstrap over documents (tokens of one "
             "document are correlated, so documents, not tokens, are resampled). ``quantization`` (where "
             "some model is a GGUF file's): its quantization type (e.g. Q4_1; its ranks are those of the dequantized "

@@ -42,15 +42,19 @@ class Noise:
     groups: list[str]  # each point's size (`replica_of`)
     draws: np.ndarray | None  # [B, points] seed draws, None when every size has one run
     seed: int | None  # the bootstrap's seed
+    # degrees of freedom of the document covariance: the fewest effective documents of the points, less one
+    # (`covariance_df`); inf where the rows do not say (a covariance taken as known)
+    documents_df: float = math.inf
 
     @classmethod
     def of(cls, group: pd.DataFrame, replicates: int, seed: int | None) -> Noise:
         groups = [str(g) for g in group["replica_of"]] if "replica_of" in group else list(group["model"])
+        df = covariance_df(group["n_eff_documents"]) if "n_eff_documents" in group else math.inf
         if not has_replicas(groups):
-            return cls(groups, None, seed)
+            return cls(groups, None, seed, df)
         assert seed is not None, "a table whose laws may have several seeds per size declares the `seed` setting"
         keys = (str(group["family"].iloc[0]), str(group["dataset"].iloc[0]))
-        return cls(groups, seed_draws(groups, replicates, seed, *keys), seed)
+        return cls(groups, seed_draws(groups, replicates, seed, *keys), seed, df)
 
     @property
     def label(self) -> str:
@@ -78,6 +82,14 @@ class Noise:
         rng = np.random.default_rng(seed_sequence(self.seed or 0, *keys, "new run"))
         pick = rng.integers(0, pooled.shape[1], len(pooled))
         return np.exp(pooled[np.arange(len(pooled)), pick])
+
+
+def covariance_df(n_eff_documents: Sequence[float] | pd.Series) -> float:
+    """The degrees of freedom of a bootstrap covariance over the documents of some models (`lack_of_fit`): Kish's
+    effective number of documents less one, the fewest of the models' (`Summary.n_eff_documents`); inf where one
+    is unknown (a covariance then taken as known)."""
+    n_eff = pd.to_numeric(pd.Series(n_eff_documents, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+    return float(n_eff.min()) - 1.0 if n_eff.size and np.isfinite(n_eff).all() else math.inf
 
 
 def law_replicates(group: pd.DataFrame, replicates: Replicates) -> np.ndarray:
@@ -115,7 +127,7 @@ class LawNoise:
         with np.errstate(divide="ignore", invalid="ignore"):
             reps = noise.apply(document_reps)
             log_reps, log_y = np.log(reps), np.log(np.asarray(y, dtype=np.float64))
-        level = size_level_of(form, law, points, log_y, log_reps, noise.groups, kinds)
+        level = size_level_of(form, law, points, log_y, log_reps, noise.groups, kinds, noise.documents_df)
         if level is None:
             return cls(noise, None, reps, reps, None)
         rng = np.random.default_rng(seed_sequence(noise.seed or 0, *keys, "sizes"))
@@ -175,9 +187,11 @@ SIZE_LEVEL_COLUMNS = ("tau2", "lof_q", "lof_df", "lof_p", "df")
 
 
 def size_level_of(form: FitForm, law: FittedLaw, points: Points, log_y: np.ndarray, log_reps: np.ndarray,
-                  groups: Sequence[str], kinds: Sequence[np.ndarray] = ()) -> SizeLevel | None:  # fmt: skip
+                  groups: Sequence[str], kinds: Sequence[np.ndarray] = (),
+                  documents_df: float = math.inf) -> SizeLevel | None:  # fmt: skip
     """tau^2 and the lack of fit of a law in log space (None where the points cannot show scatter: no more points
-    than parameters, a point that is not positive, or too few finite replicates); with `kinds`, every component's."""
+    than parameters, a point that is not positive, or too few finite replicates); with `kinds`, every component's;
+    `documents_df`: the degrees of freedom of the replicates' covariance (`Noise.documents_df`)."""
     if not np.all(np.isfinite(log_y)):
         return None
     X, names = log_design(form, law, points)
@@ -188,8 +202,8 @@ def size_level_of(form: FitForm, law: FittedLaw, points: Points, log_y: np.ndarr
     try:
         V = replicate_covariance(log_y, log_reps)
         if kinds:
-            return fit_components(X, log_y, V, kinds, contrast)
-        return fit_size_level(X, log_y, V, size_matrix(groups), contrast)
+            return fit_components(X, log_y, V, kinds, contrast, documents_df)
+        return fit_size_level(X, log_y, V, size_matrix(groups), contrast, documents_df)
     except (ValueError, np.linalg.LinAlgError):
         return None
 
@@ -206,13 +220,20 @@ def law_noise(group: pd.DataFrame, replicates: Replicates, form: FitForm, law: F
 
 
 def line_with_sizes(
-    x: np.ndarray, y: np.ndarray, samples: np.ndarray, groups: Sequence[str], seed: int | None, keys: Sequence[str]
+    x: np.ndarray,
+    y: np.ndarray,
+    samples: np.ndarray,
+    groups: Sequence[str],
+    seed: int | None,
+    keys: Sequence[str],
+    documents_df: float = math.inf,
 ) -> tuple[SizeLevel | None, np.ndarray]:
     """A straight line y = a + b x across models in y's own units (the lognormal's mu against log S): its size
     level and replicates [B, M] that carry it (the `samples` themselves where no scatter can be estimated)."""
     X = np.stack([np.ones_like(x), x], axis=1)
     try:
-        level = fit_size_level(X, y, replicate_covariance(y, samples), size_matrix(groups), np.array([0.0, 1.0]))
+        V = replicate_covariance(y, samples)
+        level = fit_size_level(X, y, V, size_matrix(groups), np.array([0.0, 1.0]), documents_df)
     except (ValueError, np.linalg.LinAlgError):
         level = None
     if level is None:
