@@ -151,7 +151,7 @@ def per_document(
 # Below this many effective documents a dataset is marked `few_documents` in metrics.csv: there the document
 # bootstrap's percentile intervals of a model's metrics cover less than 93% of the time (benchmarks/few_documents.py,
 # docs/science.md "Few documents"), and a lack-of-fit test on them has little power.
-FEW_DOCUMENTS = 10.0
+FEW_DOCUMENTS = 30.0
 
 
 def kish_documents(tokens: np.ndarray) -> float:
