@@ -19,6 +19,17 @@ REPO = Path(__file__).resolve().parents[1]
 WORKFLOW_FILES = ("Snakefile", "workflow", "config", "src", "envs", "profiles")
 
 
+def benchmark_module(name: str):  # -> the module benchmarks/<name>.py
+    """A benchmark script imported as a module (its simulations are what some tests run at a smaller size)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def copy_workflow(dest: Path) -> Path:
     """Copy what a clone holds of the workflow (no results) into `dest`."""
     dest.mkdir(parents=True, exist_ok=True)

@@ -7,10 +7,7 @@ simulation at pydoc's token counts (benchmarks/few_documents.py records the full
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,16 +22,11 @@ from rankscale.strata import StrataSettings
 from rankscale.summary import MODEL_COLUMNS, ModelInfo, Resampling, SummarySettings, kish_documents, summarize
 from rankscale.tables.noise import Noise, covariance_df
 from rankscale.windows import WindowSpec
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import benchmark_module
 
 
 def few_documents_module():
-    spec = importlib.util.spec_from_file_location("few_documents", ROOT / "benchmarks/few_documents.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("few_documents")
 
 
 def test_kish_documents_by_hand() -> None:

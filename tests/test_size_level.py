@@ -7,10 +7,6 @@ coverage by simulation with a planted size level (benchmarks/size_level_coverage
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from scipy import stats
@@ -32,19 +28,15 @@ from rankscale.laws.random_effects import (
     with_size_level,
     without_rounding,
 )
+from tests.conftest import benchmark_module
 
-ROOT = Path(__file__).resolve().parents[1]
 SIZES = np.array([25_472, 77_568, 172_800, 473_088, 1_198_080, 3_159_552], dtype=np.float64)
 X = np.stack([np.ones(6), np.log(SIZES)], axis=1)
 SLOPE = np.array([0.0, 1.0])
 
 
 def coverage_module():
-    spec = importlib.util.spec_from_file_location("size_level_coverage", ROOT / "benchmarks/size_level_coverage.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("size_level_coverage")
 
 
 def correlated_V() -> np.ndarray:

@@ -49,7 +49,7 @@ class Noise:
     @classmethod
     def of(cls, group: pd.DataFrame, replicates: int, seed: int | None) -> Noise:
         groups = [str(g) for g in group["replica_of"]] if "replica_of" in group else list(group["model"])
-        df = covariance_df(group["n_eff_documents"]) if "n_eff_documents" in group else math.inf
+        df = rows_covariance_df(group)
         if not has_replicas(groups):
             return cls(groups, None, seed, df)
         assert seed is not None, "a table whose laws may have several seeds per size declares the `seed` setting"
@@ -90,6 +90,11 @@ def covariance_df(n_eff_documents: Sequence[float] | pd.Series) -> float:
     is unknown (a covariance then taken as known)."""
     n_eff = pd.to_numeric(pd.Series(n_eff_documents, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
     return float(n_eff.min()) - 1.0 if n_eff.size and np.isfinite(n_eff).all() else math.inf
+
+
+def rows_covariance_df(rows: pd.DataFrame) -> float:
+    """`covariance_df` of the models of some per-model rows (their `n_eff_documents`; inf where the rows lack it)."""
+    return covariance_df(rows["n_eff_documents"]) if "n_eff_documents" in rows else math.inf
 
 
 def law_replicates(group: pd.DataFrame, replicates: Replicates) -> np.ndarray:

@@ -14,7 +14,7 @@ from rankscale.metrics import METRICS
 from rankscale.report.sections import TRAINING_TOKENS
 from rankscale.tables.base import Replicates, Table, interval_columns, law_parameters, rows_frame, typed, with_intervals
 from rankscale.tables.lawkit import GROUP, fit_or_note
-from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_replicates
+from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_replicates, rows_covariance_df
 
 JOINT, POWER_LAW = FORMS["joint"], FORMS["power_law"]
 # the headers of the tables in D when no model has checkpoints
@@ -39,7 +39,7 @@ def _checkpoint_noise(group: pd.DataFrame, replicates: Replicates, form: FitForm
     """The replicates of a law across checkpoints, with a deviation of its own per checkpoint (a size's law in D:
     one run) or, with `kinds`, the variance components they give (the joint law: `run_and_point`)."""
     reps = law_replicates(group, replicates)
-    noise = Noise(list(group["model"]), None, None)
+    noise = Noise(list(group["model"]), None, None, rows_covariance_df(group))
     keys = (str(group["family"].iloc[0]), str(group["dataset"].iloc[0]))
     return LawNoise.of(form, law, points, y, reps, noise, keys, kinds)
 
