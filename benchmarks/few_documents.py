@@ -12,8 +12,8 @@ difficulty, gamma_d ~ N(0, 0.06^2) how much more (or less) the larger models gai
 [-1, 1]), eta_d ~ N(0, 2.5^2 / n_d) and eps_dm ~ N(0, 0.6^2 / n_d) the mean of n_d tokens' noise, shared and per
 model. This gives what pydoc gives the default ladder: documents' CE spread 0.3 nats, correlation 0.95-0.99 between
 models, bootstrap SD of log CE about 0.014. Each simulation runs the workflow's own code: per-document sums, the
-document bootstrap (`rankscale.bootstrap.replicate_totals`, B replicates), each model's CE and its percentile
-interval, the power law's size level (`rankscale.tables.noise.size_level_of`) with V taken as known (chi^2, as
+document bootstrap (`rankscale.bootstrap.replicate_totals`, B replicates), each model's CE and its interval
+(metrics.csv's expanded percentile on Kish's n_eff, and the plain percentile), the power law's size level (`rankscale.tables.noise.size_level_of`) with V taken as known (chi^2, as
 before) and with its degrees of freedom from Kish's n_eff (Hotelling's T^2), and the exponent's interval from the
 workflow's refits with the size level (`LawNoise`).
 
@@ -51,14 +51,16 @@ class Result:
     hotelling_rejects: float
     untestable: float  # Hotelling's F has no denominator df: too few documents to test
     tau_positive: float
-    metric_coverage: float  # each model's CE percentile interval covering its c_m, all models pooled
+    metric_coverage: float  # each model's CE interval (metrics.csv's: expanded percentile) covering c_m, all pooled
+    metric_plain: float  # the plain percentile interval of earlier commits
     exponent_coverage: float  # the workflow's interval (documents + sizes)
     exponent_documents: float  # documents alone
 
     def line(self) -> str:
         return (f"{self.documents:4d} documents, n_eff {self.n_eff:6.1f}: lack of fit rejects {self.chi2_rejects:5.1f}% "
                 f"(chi^2) / {self.hotelling_rejects:5.1f}% (Hotelling; untestable {self.untestable:4.1f}%); tau^2 > 0 "
-                f"{self.tau_positive:5.1f}%; CE interval covers {self.metric_coverage:5.1f}%; exponent covers "
+                f"{self.tau_positive:5.1f}%; CE interval covers {self.metric_coverage:5.1f}% (plain percentile "
+                f"{self.metric_plain:5.1f}%); exponent covers "
                 f"{self.exponent_coverage:5.1f}% (documents alone {self.exponent_documents:5.1f}%)")  # fmt: skip
 
 
@@ -72,7 +74,7 @@ def simulate(counts: np.ndarray, sims: int, replicates: int, seed: int) -> Resul
     n_eff = kish_documents(n)
     nu = covariance_df([n_eff])
     units = np.arange(len(n))
-    tallies = dict.fromkeys(("chi2", "hotelling", "untestable", "tau", "metric", "exponent", "documents"), 0)
+    tallies = dict.fromkeys(("chi2", "hotelling", "untestable", "tau", "metric", "plain", "exponent", "documents"), 0)
     for i in range(sims):
         delta = rng.normal(0.0, 0.25, len(n))[:, None]
         gamma = rng.normal(0.0, 0.06, len(n))[:, None] * t[None, :]
@@ -83,8 +85,9 @@ def simulate(counts: np.ndarray, sims: int, replicates: int, seed: int) -> Resul
         reps = replicate_totals(sums, units, len(n), replicates, seed, "few documents", str(i))
         y = sums["ce"].sum(axis=0) / n.sum()
         y_reps = reps["ce"] / reps["n"][:, None]
-        low, high = interval(y_reps, LEVEL)
-        tallies["metric"] += int(((low <= c) & (c <= high)).sum())
+        for key, n_units in (("metric", n_eff), ("plain", math.inf)):
+            low, high = interval(y_reps, LEVEL, n_eff=n_units)
+            tallies[key] += int(((low <= c) & (c <= high)).sum())
         law = form.fit(points, y)
         groups = [str(s) for s in SIZES]
         for name, df in (("chi2", math.inf), ("hotelling", nu)):
@@ -104,7 +107,8 @@ def simulate(counts: np.ndarray, sims: int, replicates: int, seed: int) -> Resul
             tallies[key] += int(lo <= ALPHA <= hi)
     pct = lambda k, total=sims: 100.0 * tallies[k] / total  # noqa: E731
     return Result(len(n), n_eff, pct("chi2"), pct("hotelling"), pct("untestable"), pct("tau"),
-                  pct("metric", sims * len(SIZES)), pct("exponent"), pct("documents"))  # fmt: skip
+                  pct("metric", sims * len(SIZES)), pct("plain", sims * len(SIZES)), pct("exponent"),
+                  pct("documents"))  # fmt: skip
 
 
 def main() -> None:

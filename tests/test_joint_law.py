@@ -13,9 +13,9 @@ from rankscale.laws.joint import refit_rows
 from rankscale.laws.random_effects import (
     SizeDraws,
     fit_size_level,
+    ols_map,
     reml_information,
     reml_loglik,
-    satterthwaite_df,
     size_matrix,
 )
 
@@ -100,7 +100,9 @@ def test_one_component_gives_the_one_component_answer() -> None:
     assert single is not None and several is not None
     assert several.tau2 == pytest.approx(single.tau2, rel=1e-6)
     info = reml_information(single.tau2, X, V, np.eye(len(S)))
-    assert several.df == pytest.approx(satterthwaite_df(contrast, X, V, np.eye(len(S)), single.tau2, info), rel=1e-5)
+    hc = ols_map(X).T @ contrast  # the one-component Satterthwaite df: 2 (a + b tau^2)^2 information / b^2
+    a, b = float(hc @ V @ hc), float(hc @ hc)
+    assert several.df == pytest.approx(2 * (a + b * single.tau2) ** 2 * info / b**2, rel=1e-5)
     assert multivariate_satterthwaite(2.0, np.array([1.0]), np.array([[2.0]])) == pytest.approx(2 * 4 * 2 / 1)
 
 

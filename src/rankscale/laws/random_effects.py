@@ -9,9 +9,10 @@ V is strongly correlated: 0.8-0.95 between sizes) and u is a deviation per model
 of one size). tau^2 is the scatter of the sizes around their law beyond what documents and seeds explain. The
 paper's estimator is ordinary least squares, so the points stay OLS; their covariance is H (V + tau^2 K) H^T
 (H the OLS map), tau^2 is estimated by REML using the full V (variance-only meta-analysis code ignores the
-correlations and under-covers), and intervals use Student's t with Satterthwaite degrees of freedom from
-tau^2's REML information. Lack of fit is Q = r^T V^-1 r (GLS residuals, tau^2 = 0) against chi^2 on M - p where V
-is known, and against Hotelling's T^2 where V is a bootstrap over few documents (`lack_of_fit`).
+correlations and under-covers), and intervals carry tau^2's generalized pivotal quantity (every tau^2 the
+residuals allow, weighted as they allow it: `rankscale.laws.pivot`, which says why not Satterthwaite's t). Lack
+of fit is Q = r^T V^-1 r (GLS residuals, tau^2 = 0) against chi^2 on M - p where V is known, and against
+Hotelling's T^2 where V is a bootstrap over few documents (`lack_of_fit`).
 
 Forms that are not linear in their parameters use the same model linearised at the fit (X = the Jacobian of
 log y-hat in the parameters): tau^2 depends only on X's column space, so for the power law the Jacobian and
@@ -28,9 +29,11 @@ import numpy as np
 from scipy import optimize, special  # special, not stats: scipy.stats costs every table job ~0.2 s to import
 
 from rankscale.laws.form import FitForm, FittedLaw, Points
+from rankscale.laws.pivot import TauPivot, equivalent_df, half_width, variances
 
-MAX_DF = 1e6  # Satterthwaite degrees of freedom above this are Normal for every practical level
+MAX_DF = 1e6  # Satterthwaite degrees of freedom (several components) above this are Normal for every practical level
 MIN_DF = 1.0  # and below this are Cauchy-like; a degenerate covariance (an exact law) gets no fewer
+DF_LEVEL = 0.95  # the level at which `SizeLevel.df` states the exponent's interval as Student's t
 # A replicate of log y closer to the point than this (times max(1, |log y|)) is the same number computed another
 # way, not a document effect: float64 sums and logs of the same totals differ by a few ulps (2.2e-16 each) in an
 # order that depends on the CPU's kernels, and the t mixture multiplies a replicate's deviation by sqrt(g_b), up to
@@ -47,12 +50,16 @@ class SizeLevel:
     q: float  # lack of fit: r^T V^-1 r of the GLS residuals with tau^2 = 0
     q_df: int  # its degrees of freedom, points - parameters
     q_p: float  # P(chi^2_{q_df} >= q)
-    df: float  # Satterthwaite degrees of freedom of the exponent's variance (inf: no size level to estimate)
+    # the exponent's interval as Student's t: the df whose t interval at its variance (tau^2 at the estimate) is as
+    # wide as the generalized pivot's at `DF_LEVEL` (`rankscale.laws.pivot.equivalent_df`); with several
+    # components, their multivariate Satterthwaite df (inf: no wider than Normal)
+    df: float
     information: float  # REML expected information of tau^2 at its estimate
     # with several variance components (`rankscale.laws.components`: a run's, a checkpoint's): each one's tau^2
     # (`tau2` is the first) and its K; empty for the one component, a deviation per size, of every other law
     parts: tuple[float, ...] = ()
     kinds: tuple[np.ndarray, ...] = field(default=(), compare=False)
+    pivot: TauPivot | None = field(default=None, compare=False)  # tau^2's pivotal quantity (one component)
 
     @property
     def at_zero(self) -> bool:
@@ -199,25 +206,6 @@ def ols_map(X: np.ndarray) -> np.ndarray:
     return np.linalg.solve(X.T @ X, X.T)
 
 
-def satterthwaite(variance: float, b: float, information: float) -> float:
-    """Degrees of freedom of an estimated variance a + b tau^2 whose only estimated part is tau^2:
-    2 (a + b tau^2)^2 / (b^2 Var tau^2), Var tau^2 = 1 / information; in [MIN_DF, inf)."""
-    if b <= 0 or information <= 0 or variance <= 0:
-        return float("inf")
-    df = 2.0 * variance**2 * information / b**2
-    return max(float(df), MIN_DF) if df < MAX_DF else float("inf")
-
-
-def satterthwaite_df(
-    c: np.ndarray, X: np.ndarray, V: np.ndarray, K: np.ndarray, tau2: float, information: float
-) -> float:
-    """Degrees of freedom of c^T H (V + tau^2 K) H^T c = a + b tau^2 (`satterthwaite`). With exchangeable document
-    noise this is M - p, the OLS residual t."""
-    hc = ols_map(X).T @ c
-    a, b = float(hc @ V @ hc), float(hc @ K @ hc)
-    return satterthwaite(a + b * tau2, b, information)
-
-
 def leaves_residual(X: np.ndarray, y: np.ndarray) -> bool:
     """More points than parameters, and a design of full rank: scatter around the law can be told from it."""
     return len(y) > X.shape[1] and np.linalg.matrix_rank(X) == X.shape[1]
@@ -235,8 +223,11 @@ def fit_size_level(
     tau2 = reml_tau2(X, y, V, K)
     information = reml_information(tau2, X, V, K)
     q, q_df, q_p = lack_of_fit(X, y, V, documents_df)
-    df = satterthwaite_df(np.asarray(contrast, dtype=np.float64), X, V, K, tau2, information)
-    return SizeLevel(tau2=tau2, q=q, q_df=q_df, q_p=q_p, df=df, information=information)
+    pivot = TauPivot.of(residual_basis(X), y, V, K)
+    hc = ols_map(X).T @ np.asarray(contrast, dtype=np.float64)
+    a, b = float(hc @ V @ hc), float(hc @ K @ hc)
+    df = equivalent_df(half_width(variances(a, [(b, pivot)]), DF_LEVEL), a + b * tau2, DF_LEVEL)
+    return SizeLevel(tau2=tau2, q=q, q_df=q_df, q_p=q_p, df=df, information=information, pivot=pivot)
 
 
 def t_interval(estimate: float, variance: float, df: float, level: float) -> tuple[float, float]:
@@ -245,18 +236,11 @@ def t_interval(estimate: float, variance: float, df: float, level: float) -> tup
     return estimate - half * np.sqrt(variance), estimate + half * np.sqrt(variance)
 
 
-def t_p_value(estimate: float, variance: float, df: float) -> float:
-    """Two-sided p-value of estimate = 0 against Student's t on `df`."""
-    if not variance > 0:
-        return float("nan")
-    z = abs(estimate) / np.sqrt(variance)
-    return float(2.0 * (special.stdtr(df, -z) if np.isfinite(df) else special.ndtr(-z)))
-
-
 @dataclass(frozen=True)
 class SizeDraws:
-    """One law's draws of the size level, per replicate b: the t mixture's scale sqrt(g_b), g_b = df / chi^2_df,
-    the sizes' deviations u_b ~ N(0, tau^2 K), and a new size's deviation (times the scale)."""
+    """One law's draws of the size level, per replicate b: the sizes' deviations u_b ~ N(0, R_b K) with R_b a draw
+    of tau^2's pivotal quantity (`TauPivot`), and a new size's deviation in the same draw. With several
+    components: u_b ~ N(0, sum_i tau_i^2 K_i) in Satterthwaite's t mixture (scale sqrt(g_b), g_b = df / chi^2_df)."""
 
     scale: np.ndarray  # [B]
     deviations: np.ndarray  # [B, M] in log space
@@ -268,9 +252,10 @@ class SizeDraws:
             return cls.of_components(level, replicates, rng)
         labels, index = np.unique(K.argmax(axis=1), return_inverse=True)  # each point's size (its group's first)
         z = rng.standard_normal((replicates, len(labels) + 1))
-        g = level.df / rng.chisquare(level.df, replicates) if np.isfinite(level.df) else np.ones(replicates)
-        scale, tau = np.sqrt(g), np.sqrt(level.tau2)
-        return cls(scale, tau * z[:, index], scale * tau * z[:, -1])
+        tau = np.sqrt(
+            level.pivot.draws(replicates, rng) if level.pivot is not None else np.full(replicates, level.tau2)
+        )
+        return cls(np.ones(replicates), tau[:, None] * z[:, index], tau * z[:, -1])
 
     @classmethod
     def of_components(cls, level: SizeLevel, replicates: int, rng: np.random.Generator) -> SizeDraws:
@@ -287,9 +272,10 @@ class SizeDraws:
 
             y*_b = y + sqrt(g_b) ((y_b - y) + u_b)
 
-        Given g_b the deviation has covariance g_b (V + tau^2 K); mixed over g_b, any linear function of the
-        points (the OLS exponent, a prediction) is Student's t on `df` with scale sqrt(c^T (V + tau^2 K) c): the
-        interval `t_interval` gives. A point with a non-finite value keeps it. A deviation below rounding is zero
+        (g_b = 1 but with several components). Given R_b the deviation has covariance V + R_b K; mixed over R_b,
+        any linear function c^T y of the points (the OLS exponent, a prediction) is the generalized pivot
+        N(0, c^T (V + R K) c) mixed over R: the interval `rankscale.laws.pivot.mixture_interval` gives. A point
+        with a non-finite value keeps it. A deviation below rounding is zero
         (`without_rounding`): sqrt(g_b) would otherwise carry a CPU's last bits into the interval."""
         n = len(log_replicates)
         documents = without_rounding(log_point, log_replicates) - log_point[None, :]

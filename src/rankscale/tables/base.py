@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cache
@@ -197,7 +198,9 @@ def law_parameters(
     return out, unidentified
 
 
-def with_intervals(value: float, samples: np.ndarray, level: float, name: str) -> dict[str, float]:
-    """`name`, `name_ci_low`, `name_ci_high`: a value and the percentile interval of its replicates."""
-    low, high = interval(samples, level, value)
+def with_intervals(value: float, samples: np.ndarray, level: float, name: str,
+                   n_eff: float = math.inf) -> dict[str, float]:  # fmt: skip
+    """`name`, `name_ci_low`, `name_ci_high`: a value and the percentile interval of its replicates (expanded for
+    `n_eff` effective documents where it is one model's: `rankscale.bootstrap.expanded_level`)."""
+    low, high = interval(samples, level, value, n_eff=n_eff)
     return {name: value, f"{name}_ci_low": float(low), f"{name}_ci_high": float(high)}

@@ -53,9 +53,9 @@ def conjecture_table(summaries: Iterable[Summary], replicates: Replicates, level
         totals = replicates.totals[s.key]
         row: dict[str, Any] = s.columns()
         ce = float(METRICS["ce"].compute(s.totals()))
-        row.update(with_intervals(ce, replicates.at(s.model, s.dataset, "ce"), level, "ce"))
+        row.update(with_intervals(ce, replicates.at(s.model, s.dataset, "ce"), level, "ce", s.n_eff_documents))
         for name, value in s.distribution.values().items():
-            row.update(with_intervals(value, totals[name], level, name))
+            row.update(with_intervals(value, totals[name], level, name, s.n_eff_documents))
         rows.append(
             {**row, "replicates": s.distribution_replicates, "truncated": s.truncated, "note": s.distribution.note}
         )
@@ -111,7 +111,7 @@ def rank_tests_table(summaries: Iterable[Summary], replicates: Replicates, level
                     "loglik_lognormal": lognormal.loglik,
                     "loglik_alternative": test.loglik,
                     "alternative_params": " ".join(f"{v:.6g}" for v in params),
-                    **with_intervals(test.mean_llr, samples, level, "mean_llr"),
+                    **with_intervals(test.mean_llr, samples, level, "mean_llr", s.n_eff_documents),
                     "z": test.z,
                     "p_value": test.p_value,
                     "better": verdict,
@@ -249,7 +249,7 @@ TABLES = [
             "and dataset: slope, intercept and R² of the least-squares line, with intervals from refitting "
             "on every bootstrap replicate, which carry the sizes' scatter around the line too (``tau2``, in the "
             "quantity's units, by REML with the replicates' full covariance; ``lof_q``, ``lof_df``, ``lof_p``: "
-            "lack of fit against documents alone; ``df``: Satterthwaite degrees of freedom; as in "
+            "lack of fit against documents alone; ``df``: the interval as Student's t; as in "
             "powerlaw_fits.csv). Models without an identified lognormal (a parameter at a bound, or "
             "none fitted) are left out, and ``note`` names them; ``n_models`` counts the models fitted. Fewer "
             "than two sizes left: a note row."

@@ -85,7 +85,7 @@ def _run_intervals(s: Summary, row: dict[str, Any], replicates: Replicates, leve
         samples["ratio_empirical_independent"] = samples["empirical"] / samples["predicted"]
     out: dict[str, float] = {}
     for name, values in samples.items():
-        low, high = interval(values, level, row[name])
+        low, high = interval(values, level, row[name], n_eff=s.n_eff_documents)
         out.update({f"{name}_ci_low": float(low), f"{name}_ci_high": float(high)})
     return out
 

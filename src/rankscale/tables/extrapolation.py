@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from rankscale.laws import FitForm, FittedLaw, Points
-from rankscale.laws.random_effects import SizeLevel, log_design, ols_map, satterthwaite, size_matrix, t_interval
+from rankscale.laws.pivot import equivalent_df, half_width, variances
+from rankscale.laws.random_effects import SizeLevel, log_design, ols_map, size_matrix, t_interval
 from rankscale.metrics import METRICS, Metric
 from rankscale.report.sections import OUT_OF_SAMPLE
 from rankscale.tables.base import Replicates, Table, typed
@@ -36,14 +37,14 @@ class HeldOut:
     move together, so d's document (and seed) variance is that of the replicate-by-replicate difference, taken
     through the fit's linearisation (exact for the power law): Var_b((L_b,i - y_i) - x_i^T H (L_b - y)). A new
     size is a new draw of the size deviation, and the fitted law carries the fitted sizes' deviations: d's
-    variance adds tau^2 (1 + x_i^T H K H^T x_i), tau^2 by REML on the fitted models, Student's t on Satterthwaite
-    degrees of freedom."""
+    variance adds tau^2 (1 + x_i^T H K H^T x_i): the interval mixes Normal intervals over tau^2's pivotal quantity
+    from the fitted models (`rankscale.laws.pivot`), documents alone where no tau^2 can be estimated."""
 
     form: FitForm
     law: FittedLaw
     points: Points  # every model of the group, fitted and held out
     log_y: np.ndarray  # [M] their log y
-    log_reps: np.ndarray  # [B, M] its replicates (documents, and seeds where sizes have several)
+    log_reps: np.ndarray  # [B, M] its replicates (documents, widened for few documents, and seeds)
     X: np.ndarray  # [M, p] the law's design at every model (the fit's linearisation)
     n_fit: int
     level: SizeLevel | None
@@ -55,8 +56,9 @@ class HeldOut:
            replicates: Replicates, seed: int | None) -> HeldOut:  # fmt: skip
         reps = law_replicates(group, replicates)
         noise = Noise.of(group, len(reps), seed)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):  # the paired noise widened for few documents
             log_reps, log_y = np.log(noise.apply(reps)), np.log(y)
+            wide = np.log(noise.apply(noise.expand(y, reps)))
         points = Points.of(group["S"].to_numpy(dtype=np.float64))
         X, _ = log_design(form, law, points)
         fitted = slice(0, n_fit)
@@ -70,7 +72,7 @@ class HeldOut:
             documents_df=noise.documents_df,
         )
         label = noise.label + ("+sizes" if level is not None else "")
-        return cls(form, law, points, log_y, log_reps, X, n_fit, level, size_matrix(noise.groups[fitted]), label)
+        return cls(form, law, points, log_y, wide, X, n_fit, level, size_matrix(noise.groups[fitted]), label)
 
     def check(self, i: int, level: float, metric: Metric) -> dict[str, Any]:
         """Model i's columns: the prediction (in the metric's units), its interval for model i's value on these
@@ -82,12 +84,14 @@ class HeldOut:
         paired = (self.log_reps[:, i] - self.log_y[i]) - (self.log_reps[:, :n] - self.log_y[:n]) @ (H.T @ x)
         paired = paired[np.isfinite(paired)]
         variance, df, tau2 = (float(np.var(paired, ddof=1)) if paired.size > 1 else math.nan), math.inf, math.nan
-        if self.level is not None:
+        if self.level is not None and self.level.pivot is not None:  # the generalized pivot (`rankscale.laws.pivot`)
             b = 1.0 + float(x @ H @ self.K @ H.T @ x)
             tau2 = self.level.tau2
-            df = satterthwaite(variance + b * tau2, b, self.level.information)
-            variance += b * tau2
-        low, high = t_interval(log_hat, variance, df, level)
+            half = half_width(variances(variance, [(b, self.level.pivot)]), level)
+            df = equivalent_df(half, variance + b * tau2, level)
+            low, high = log_hat - half, log_hat + half
+        else:
+            low, high = t_interval(log_hat, variance, df, level)
         with np.errstate(over="ignore"):
             ends = metric.from_law(np.exp(np.array([low, high])))
             predicted = float(metric.from_law(y_hat)[0])
@@ -166,7 +170,8 @@ TABLES = [
             "value on these documents (``judged = paired``): the observed and predicted values share every "
             "document draw, so the document (and seed) variance is that of their difference replicate by "
             "replicate; a held-out size is a new draw of the sizes' scatter around the law, so ``tau2`` (REML on "
-            "the fitted sizes) enters too; Student's t on ``df`` Satterthwaite degrees of freedom. ``covered``: "
+            "the fitted sizes) enters too, with every value of it the fitted sizes allow (its generalized pivotal "
+            "quantity); ``df``: the interval as Student's t at ``tau2`` (empty: no wider than Normal). ``covered``: "
             "the observed value lies inside; ``rel_error`` = predicted / observed - 1. A family with fewer than three sizes has nothing "
             "to hold out: one row per dataset says so in ``note``."
         ),

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from rankscale.laws import FitForm, Points
-from rankscale.laws.random_effects import MIN_DF, log_design, ols_map, size_matrix, t_interval, t_p_value
+from rankscale.laws.pivot import TauPivot, equivalent_df, half_width, mixture_p_value, variances
+from rankscale.laws.random_effects import log_design, ols_map, size_matrix
 from rankscale.metrics import METRICS
 from rankscale.report.sections import LAWS
 from rankscale.tables.base import Replicates, Table, rows_frame, typed
@@ -35,9 +36,9 @@ class FamilyExponent:
 
     value: float
     document_deviation: np.ndarray  # [B] exponent on replicate b minus the point (documents, seeds)
-    size_variance: float  # b tau^2: the exponent's variance from the family's scatter of sizes
+    b: float  # the exponent's variance is b tau^2 from the family's scatter of sizes (h^T K h)
     tau2: float
-    tau2_variance: float  # b^2 Var(tau^2) = b^2 / information: how uncertain that part is
+    pivot: TauPivot | None  # tau^2's pivotal quantity (None: no size level, documents alone)
     label: str
 
     @classmethod
@@ -53,20 +54,24 @@ class FamilyExponent:
             return str(exc)
         reps = law_replicates(group, replicates)
         noise = Noise.of(group, len(reps), seed)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):  # the deviations widened for few documents
             log_reps, log_y = np.log(noise.apply(reps)), np.log(y)
+            wide = np.log(noise.apply(noise.expand(y, reps)))
         X, names = log_design(form, law, points)
         if form.exponent not in names:  # at a bound of its domain: no exponent to compare
             return f"{form.exponent} at a bound of its domain"
         h = ols_map(X)[names.index(form.exponent)]
-        deviation = (log_reps - log_y) @ h  # the linearised exponent's change on each replicate (exact for OLS)
+        deviation = (wide - log_y) @ h  # the linearised exponent's change on each replicate (exact for OLS)
         level = size_level_of(form, law, points, log_y, log_reps, noise.groups, documents_df=noise.documents_df)
         value = float(law.row()[form.exponent])
         if level is None:
-            return cls(value, deviation, 0.0, math.nan, 0.0, noise.label)
+            return cls(value, deviation, 0.0, math.nan, None, noise.label)
         b = float(h @ size_matrix(noise.groups) @ h)
-        variance_of_tau2 = b**2 / level.information if level.information > 0 else 0.0
-        return cls(value, deviation, b * level.tau2, level.tau2, variance_of_tau2, noise.label + "+sizes")
+        return cls(value, deviation, b, level.tau2, level.pivot, noise.label + "+sizes")
+
+    @property
+    def size_terms(self) -> list[tuple[float, TauPivot]]:
+        return [] if self.pivot is None else [(self.b, self.pivot)]
 
 
 def family_contrasts_table(metrics: pd.DataFrame, fits: pd.DataFrame, replicates: Replicates, law_k: Sequence[int],
@@ -74,8 +79,8 @@ def family_contrasts_table(metrics: pd.DataFrame, fits: pd.DataFrame, replicates
     """alpha(family) - alpha(versus) for every two families with a law of the same quantity on a dataset.
 
     Variance: each exponent's document (and seed) variance and their covariance, from the paired replicates
-    through the OLS map, plus each family's size variance b tau^2. Interval and p-value: Student's t with
-    Satterthwaite degrees of freedom, 2 V^2 / sum_i b_i^2 Var(tau_i^2), the document part being known."""
+    through the OLS map, plus each family's size variance b tau^2. Interval and p-value: the Normal mixed over
+    both families' tau^2 pivotal quantities (`rankscale.laws.pivot`), the document part being known."""
     rows: list[dict[str, Any]] = []
     if form.exponent is None:
         return typed(rows_frame(rows, COLUMNS))
@@ -98,13 +103,14 @@ def _contrast(a: FamilyExponent | str, b: FamilyExponent | str, level: float) ->
     paired = a.document_deviation[:n] - b.document_deviation[:n]
     paired = paired[np.isfinite(paired)]
     documents = float(np.var(paired, ddof=1))
-    variance = documents + a.size_variance + b.size_variance
-    uncertain = a.tau2_variance + b.tau2_variance
-    df = max(2.0 * variance**2 / uncertain, MIN_DF) if uncertain > 0 and variance > 0 else math.inf
+    terms = a.size_terms + b.size_terms
+    at_estimate = documents + sum(e.b * e.tau2 for e in (a, b) if e.pivot is not None)
+    half = half_width(variances(documents, terms), level)
+    df = equivalent_df(half, at_estimate, level)
     difference = a.value - b.value
-    low, high = t_interval(difference, variance, df, level)
+    low, high = difference - half, difference + half
     return {"alpha": a.value, "alpha_versus": b.value, "difference": difference, "ci_low": low, "ci_high": high,
-            "p_value": t_p_value(difference, variance, df), "df": df if np.isfinite(df) else math.nan,
+            "p_value": mixture_p_value(difference, documents, terms), "df": df if np.isfinite(df) else math.nan,
             "tau2": a.tau2, "tau2_versus": b.tau2, "sd_documents": math.sqrt(documents),
             "noise": a.label if a.label == b.label else f"{a.label} | {b.label}", "note": ""}  # fmt: skip
 
@@ -127,8 +133,9 @@ TABLES = [
             "same documents and every bootstrap replicate draws them once for both, so the document noise is "
             "paired (``sd_documents``: the difference's document standard deviation, their covariance included); "
             "each family's own scatter of sizes around its law (``tau2``, ``tau2_versus``: REML, log space) adds "
-            "its variance. Interval and ``p_value`` (difference = 0, two-sided): Student's t on Satterthwaite "
-            "degrees of freedom (``df``; empty: documents alone, Normal). Empty when fewer than two families have "
+            "its variance, with every value of each family's tau^2 its sizes allow (a generalized pivotal quantity). "
+            "Interval and ``p_value`` (difference = 0, two-sided) from that mixture of Normals; ``df``: the "
+            "interval as Student's t at the estimated ``tau2`` (empty: no wider than Normal). Empty when fewer than two families have "
             "a law on a dataset."
         ),
     ),

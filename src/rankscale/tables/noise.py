@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rankscale.bootstrap import has_replicas, seed_draws, seed_sequence, with_seed_noise
+from rankscale.bootstrap import EXPANSION_LEVEL, expansion, has_replicas, seed_draws, seed_sequence, with_seed_noise
 from rankscale.laws import FitForm, FittedLaw, Points
 from rankscale.laws.components import fit_components
 from rankscale.laws.form import Replicates as Refitted
@@ -63,6 +63,24 @@ class Noise:
     def apply(self, values: np.ndarray) -> np.ndarray:
         """Replicates [B, points] of the fitted quantity, with the seed level added where there is one."""
         return values if self.draws is None else with_seed_noise(values, self.groups, self.draws)
+
+    @property
+    def expansion(self) -> float:
+        """The factor a law's document deviations are widened by for few documents (`rankscale.bootstrap.expansion`
+        at the fewest effective documents of the points; 1 where unknown)."""
+        return expansion(self.documents_df + 1.0, EXPANSION_LEVEL)
+
+    def expand(self, y: np.ndarray, document_reps: np.ndarray) -> np.ndarray:
+        """Document replicates [B, points] of positive y with their log deviations from y widened by `expansion`:
+        what a law's intervals are built from (its size level and lack of fit use the replicates as drawn)."""
+        factor = self.expansion
+        if factor == 1.0:
+            return document_reps
+        reps = np.asarray(document_reps, dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            log_y = np.log(np.asarray(y, dtype=np.float64))[None, :]
+            widened = np.exp(log_y + factor * (np.log(reps) - log_y))
+        return np.where(np.isfinite(widened) & (reps > 0), widened, reps)  # a value <= 0 keeps what it is
 
     def new_run(self, values: np.ndarray, keys: Sequence[str]) -> np.ndarray | float:
         """Per replicate, the factor by which one new run's value departs from the law: exp of a log deviation
@@ -133,11 +151,13 @@ class LawNoise:
             reps = noise.apply(document_reps)
             log_reps, log_y = np.log(reps), np.log(np.asarray(y, dtype=np.float64))
         level = size_level_of(form, law, points, log_y, log_reps, noise.groups, kinds, noise.documents_df)
+        wide = noise.apply(noise.expand(y, document_reps))  # few documents: widened (`Noise.expand`)
         if level is None:
-            return cls(noise, None, reps, reps, None)
+            return cls(noise, None, wide, wide, None)
         rng = np.random.default_rng(seed_sequence(noise.seed or 0, *keys, "sizes"))
         draws = SizeDraws.of(level, size_matrix(noise.groups), len(reps), rng)
-        return cls(noise, level, reps, np.exp(draws.apply(log_y, log_reps)), draws)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return cls(noise, level, wide, np.exp(draws.apply(log_y, np.log(wide))), draws)
 
     @property
     def label(self) -> str:
@@ -180,7 +200,8 @@ class LawNoise:
 
     def columns(self) -> dict[str, float]:
         """The size level's columns of a law's row: tau^2 (log space), the lack-of-fit Q, its df and p-value, and
-        the Satterthwaite degrees of freedom of the exponent's variance (NaN where there is no size level)."""
+        the exponent's interval as Student's t degrees of freedom (`SizeLevel.df`; NaN where there is no size
+        level, or no wider than Normal)."""
         level = self.size_level
         if level is None:
             return dict.fromkeys(SIZE_LEVEL_COLUMNS, math.nan)
@@ -234,14 +255,17 @@ def line_with_sizes(
     documents_df: float = math.inf,
 ) -> tuple[SizeLevel | None, np.ndarray]:
     """A straight line y = a + b x across models in y's own units (the lognormal's mu against log S): its size
-    level and replicates [B, M] that carry it (the `samples` themselves where no scatter can be estimated)."""
+    level and replicates [B, M] that carry it (the `samples` themselves where no scatter can be estimated), their
+    document deviations widened for few documents (`rankscale.bootstrap.expansion`, additive in y's units)."""
     X = np.stack([np.ones_like(x), x], axis=1)
     try:
         V = replicate_covariance(y, samples)
         level = fit_size_level(X, y, V, size_matrix(groups), np.array([0.0, 1.0]), documents_df)
     except (ValueError, np.linalg.LinAlgError):
         level = None
+    factor = expansion(documents_df + 1.0, EXPANSION_LEVEL)
+    wide = samples if factor == 1.0 else y[None, :] + factor * (samples - y[None, :])
     if level is None:
-        return None, samples
+        return None, wide
     rng = np.random.default_rng(seed_sequence(seed or 0, *keys, "sizes"))
-    return level, with_size_level(y, samples, size_matrix(groups), level, rng)[0]
+    return level, with_size_level(y, wide, size_matrix(groups), level, rng)[0]
