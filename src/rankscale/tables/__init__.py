@@ -34,7 +34,19 @@ from rankscale.tables import (
 from rankscale.tables.base import Replicates, Table, TableInputs, TableSettings, read_table, typed
 from rankscale.tables.selection import FitIndex, LawFit, LawKey, finals, select
 
-MODULES = (metrics, laws, extrapolation, cross_family, families, distribution, emergence, training, seeds, strata, tokens)
+MODULES = (
+    metrics,
+    laws,
+    extrapolation,
+    cross_family,
+    families,
+    distribution,
+    emergence,
+    training,
+    seeds,
+    strata,
+    tokens,
+)
 TABLES: dict[str, Table] = {t.name: t for module in MODULES for t in module.TABLES}
 
 

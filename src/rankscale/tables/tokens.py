@@ -74,6 +74,43 @@ def _seed_floor(result: TrajectoryResult, sizes: Sequence[str], i: int, level: f
     return value_interval(point, reps, level, "seed_floor")
 
 
+def _churn(r: TrajectoryResult, gained: Any, lost: Any, tokens: Any, level: float) -> dict[str, float]:
+    """Gained, lost, net and flips as shares of tokens, with intervals (each argument a callable of the counts)."""
+    out = ratio(r, gained, tokens, level, "gained")
+    out.update(ratio(r, lost, tokens, level, "lost"))
+    out.update(ratio(r, lambda c: gained(c) - lost(c), tokens, level, "net"))
+    out.update(ratio(r, lambda c: gained(c) + lost(c), tokens, level, "flips"))
+    return out
+
+
+def _size_row(r: TrajectoryResult, i: int, j: int, group: tuple[int, str, str], level: float) -> dict[str, Any]:
+    """Sizes j -> j + 1 at k index i, of one group of tokens (every token or one stratum)."""
+    g, kind, stratum = group
+    row = {"family": r.family, "dataset": r.dataset, "axis": "size", "from": r.sizes[j], "to": r.sizes[j + 1],
+           "S_from": r.S[j], "S_to": r.S[j + 1], "kind": kind, "stratum": stratum, "k": r.ks[i]}  # fmt: skip
+    with np.errstate(divide="ignore", invalid="ignore"):
+        row["rbp_from"] = float(r.point["rbp"][g, i, j] / r.point["tokens"][g])
+        row["rbp_to"] = float(r.point["rbp"][g, i, j + 1] / r.point["tokens"][g])
+    row.update(_churn(r, lambda c: c["gained"][..., g, i, j], lambda c: c["lost"][..., g, i, j],
+                      lambda c: c["tokens"][..., g], level))  # fmt: skip
+    nan = dict.fromkeys(interval_columns("seed_floor"), np.nan)
+    return {**row, **(_seed_floor(r, r.sizes[j : j + 2], i, level) if g == 0 else nan)}
+
+
+def _pair_row(r: TrajectoryResult, i: int, p: int, level: float) -> dict[str, Any]:
+    """Two checkpoints of a run, or two seeds of a size, at k index i."""
+    pair = r.pairs[p]
+    S = {m.name: m.S for m in r.models}
+    row = {"family": r.family, "dataset": r.dataset, "axis": pair.axis, "from": pair.before, "to": pair.after,
+           "S_from": S[pair.before], "S_to": S[pair.after], "kind": "all", "stratum": "all", "k": r.ks[i],
+           "rbp_from": float(r.point["pairs"][p, i, 0] / r.n_tokens),
+           "rbp_to": float(r.point["pairs"][p, i, 1] / r.n_tokens)}  # fmt: skip
+    row.update(_churn(r, lambda c: c["pairs"][..., p, i, 2], lambda c: c["pairs"][..., p, i, 3],
+                      lambda c: c["tokens"][..., 0], level))  # fmt: skip
+    floor = _seed_floor(r, [pair.size], i, level) if pair.axis == "checkpoint" else {}
+    return {**row, **(floor or dict.fromkeys(interval_columns("seed_floor"), np.nan))}
+
+
 def churn_table(results: Sequence[TrajectoryResult], level: float) -> pd.DataFrame:
     """Gained, lost, net and flipped shares of tokens between consecutive sizes (every stratum too), consecutive
     checkpoints and two seeds of a size, at each k; beside the size axis, the seeds' flips as its noise floor."""
@@ -82,43 +119,10 @@ def churn_table(results: Sequence[TrajectoryResult], level: float) -> pd.DataFra
         if not r.point:
             rows.append(note_row(r))
             continue
-        note = note_of(r)
-        S = dict(zip(r.sizes, r.S, strict=True))
-        S.update({m.name: m.S for m in r.models})
-        for i, k in enumerate(r.ks):
+        for i in range(len(r.ks)):
             for j in range(len(r.sizes) - 1):
-                floor = _seed_floor(r, r.sizes[j : j + 2], i, level)
-                for g, kind, stratum in group_labels(r):
-                    def share(name: str, g: int = g, j: int = j, i: int = i):  # noqa: ANN202
-                        return lambda c: c[name][..., g, i, j]
-                    tokens = lambda c, g=g: c["tokens"][..., g]  # noqa: E731
-                    gained, lost = share("gained"), share("lost")
-                    row = {"family": r.family, "dataset": r.dataset, "axis": "size", "from": r.sizes[j],
-                           "to": r.sizes[j + 1], "S_from": r.S[j], "S_to": r.S[j + 1], "kind": kind,
-                           "stratum": stratum, "k": k}  # fmt: skip
-                    with np.errstate(divide="ignore", invalid="ignore"):
-                        row["rbp_from"] = float(r.point["rbp"][g, i, j] / r.point["tokens"][g])
-                        row["rbp_to"] = float(r.point["rbp"][g, i, j + 1] / r.point["tokens"][g])
-                    row.update(ratio(r, gained, tokens, level, "gained"))
-                    row.update(ratio(r, lost, tokens, level, "lost"))
-                    row.update(ratio(r, lambda c, a=gained, b=lost: a(c) - b(c), tokens, level, "net"))
-                    row.update(ratio(r, lambda c, a=gained, b=lost: a(c) + b(c), tokens, level, "flips"))
-                    row.update(floor if g == 0 else dict.fromkeys(interval_columns("seed_floor"), np.nan))
-                    rows.append({**row, "note": note})
-            for p, pair in enumerate(r.pairs):
-                tokens = lambda c: c["tokens"][..., 0]  # noqa: E731
-                part = {c: (lambda d, c=c, p=p, i=i: d["pairs"][..., p, i, c]) for c in range(4)}
-                row = {"family": r.family, "dataset": r.dataset, "axis": pair.axis, "from": pair.before,
-                       "to": pair.after, "S_from": S[pair.before], "S_to": S[pair.after], "kind": "all",
-                       "stratum": "all", "k": k, "rbp_from": float(r.point["pairs"][p, i, 0] / r.n_tokens),
-                       "rbp_to": float(r.point["pairs"][p, i, 1] / r.n_tokens)}  # fmt: skip
-                row.update(ratio(r, part[2], tokens, level, "gained"))
-                row.update(ratio(r, part[3], tokens, level, "lost"))
-                row.update(ratio(r, lambda d, a=part[2], b=part[3]: a(d) - b(d), tokens, level, "net"))
-                row.update(ratio(r, lambda d, a=part[2], b=part[3]: a(d) + b(d), tokens, level, "flips"))
-                floor = _seed_floor(r, [pair.size], i, level) if pair.axis == "checkpoint" else {}
-                row.update(floor or dict.fromkeys(interval_columns("seed_floor"), np.nan))
-                rows.append({**row, "note": note})
+                rows += [{**_size_row(r, i, j, g, level), "note": note_of(r)} for g in group_labels(r)]
+            rows += [{**_pair_row(r, i, p, level), "note": note_of(r)} for p in range(len(r.pairs))]
     return typed(rows_frame(rows, CHURN_COLUMNS).reindex(columns=list(CHURN_COLUMNS)))
 
 
@@ -166,7 +170,8 @@ def learning_table(results: Sequence[TrajectoryResult], level: float) -> pd.Data
         for i in range(len(r.ks)):
             for g, kind, stratum in group_labels(r):
                 rows += [{**row, "note": note_of(r)} for row in learning_rows(r, g, kind, stratum, i, level)]
-    return typed(rows_frame(rows, LEARNING_COLUMNS).reindex(columns=list(LEARNING_COLUMNS)))
+    frame = typed(rows_frame(rows, LEARNING_COLUMNS).reindex(columns=list(LEARNING_COLUMNS)))
+    return frame.astype({"S": "Int64"})
 
 
 SLOPE_COLUMNS = (
@@ -189,39 +194,48 @@ def _noise_var(r: TrajectoryResult, c: dict[str, np.ndarray]) -> np.ndarray:
     return np.full(np.shape(n), np.nan)
 
 
+def _slope_row(r: TrajectoryResult, level: float) -> dict[str, Any]:
+    def n(c: dict[str, np.ndarray]) -> np.ndarray:
+        return c["tokens"][..., 0]
+
+    def field(name: str) -> Any:
+        return lambda c: c["slopes"][..., FIELDS.index(name)]
+
+    def var(c: dict[str, np.ndarray]) -> np.ndarray:
+        return field("sum_sq")(c) / n(c) - (field("sum")(c) / n(c)) ** 2
+
+    def sd(c: dict[str, np.ndarray]) -> np.ndarray:
+        return np.sqrt(np.maximum(var(c), 0))
+
+    def noise(c: dict[str, np.ndarray]) -> np.ndarray:
+        return np.sqrt(_noise_var(r, c))
+
+    def one(c: dict[str, np.ndarray]) -> float:
+        return 1.0
+
+    row: dict[str, Any] = {"family": r.family, "dataset": r.dataset, "n_sizes": len(r.sizes),
+                           "n_chains": r.n_chains, "n_tokens": r.n_tokens, **r.quantiles}  # fmt: skip
+    row.update(ratio(r, field("sum"), n, level, "mean"))
+    row.update(ratio(r, sd, one, level, "sd"))
+    for name in ("improving", "worsening", "saturated", "flat"):
+        row.update(ratio(r, field(name), n, level, name))
+    row.update(ratio(r, noise, one, level, "sd_noise"))
+    row.update(ratio(r, lambda c: np.sqrt(np.maximum(var(c) - _noise_var(r, c), 0)), one, level, "sd_excess"))
+    row.update(ratio(r, sd, noise, level, "sd_ratio"))
+    row["noise_source"] = (
+        f"seeds ({r.n_chains} runs at {r.seeded_sizes} of {len(r.sizes)} sizes)"
+        if r.n_chains > 1
+        else f"{r.n_permutations} permutations of the sizes"
+        if r.n_permutations
+        else "none (two sizes)"
+    )
+    return {**row, "note": note_of(r)}
+
+
 def slopes_table(results: Sequence[TrajectoryResult], level: float) -> pd.DataFrame:
     """The least-squares slope of log R on log S of every token: its mean, spread and quantiles, the shares
     improving, worsening, saturated (rank 1 at every size) and flat, and the spread noise alone would give."""
-    rows: list[dict[str, Any]] = []
-    for r in results:
-        if "slopes" not in r.point:
-            rows.append(note_row(r))
-            continue
-        n = lambda c: c["tokens"][..., 0]  # noqa: E731
-        field = lambda name: lambda c: c["slopes"][..., FIELDS.index(name)]  # noqa: E731
-
-        def var(c: dict[str, np.ndarray]) -> np.ndarray:
-            return field("sum_sq")(c) / n(c) - (field("sum")(c) / n(c)) ** 2
-
-        row: dict[str, Any] = {"family": r.family, "dataset": r.dataset, "n_sizes": len(r.sizes),
-                               "n_chains": r.n_chains, "n_tokens": r.n_tokens, **r.quantiles}  # fmt: skip
-        row.update(ratio(r, field("sum"), n, level, "mean"))
-        row.update(ratio(r, lambda c: np.sqrt(np.maximum(var(c), 0)), lambda c: 1.0, level, "sd"))
-        for name in ("improving", "worsening", "saturated", "flat"):
-            row.update(ratio(r, field(name), n, level, name))
-        noise = lambda c: np.sqrt(_noise_var(r, c))  # noqa: E731
-        row.update(ratio(r, noise, lambda c: 1.0, level, "sd_noise"))
-        excess = lambda c: np.sqrt(np.maximum(var(c) - _noise_var(r, c), 0))  # noqa: E731
-        row.update(ratio(r, excess, lambda c: 1.0, level, "sd_excess"))
-        row.update(ratio(r, lambda c: np.sqrt(np.maximum(var(c), 0)), noise, level, "sd_ratio"))
-        row["noise_source"] = (
-            f"seeds ({r.n_chains} runs at {r.seeded_sizes} of {len(r.sizes)} sizes)"
-            if r.n_chains > 1
-            else f"{r.n_permutations} permutations of the sizes"
-            if r.n_permutations
-            else "none (two sizes)"
-        )
-        rows.append({**row, "note": note_of(r)})
+    rows = [_slope_row(r, level) if "slopes" in r.point else note_row(r) for r in results]
     return rows_frame(rows, SLOPE_COLUMNS).reindex(columns=list(SLOPE_COLUMNS))
 
 
@@ -257,28 +271,48 @@ def _entry(name: str, build: Any, caption: str) -> Table:
 
 EMPTY = "Empty when no family was scored; a family with one model or arrays that do not align gets a row with its note."
 TABLES = [
-    _entry("token_churn", churn_table, (
-        "Per family, dataset and k: the share of scored tokens **gained** (outside the top k at the smaller size, "
-        "inside at the larger), **lost** (the reverse), **net** (= the change in RBP_k exactly) and **flips** "
-        "(gained + lost) between consecutive sizes (``axis`` size; per stratum too: ``kind``, ``stratum``), "
-        "consecutive checkpoints of a run (``checkpoint``) and two seeds of a size (``seed``). ``seed_floor``: the "
-        "flips between seeds of the same size(s), the noise floor of per-token flips. 95% intervals from the "
-        f"document bootstrap. {EMPTY}")),
-    _entry("token_learning", learning_table, (
-        "When a token enters the top k along the sizes and stays: per family, dataset, stratum and k, ``rbp`` "
-        "(RBP_k at each size) beside ``kept_by`` (inside at that size and every larger one), ``learned_at`` (entered "
-        "there and kept); ``always``, ``never``, ``unstable`` (in at some size, out at the largest), ``monotone``; "
-        "``kept_of_gains`` (the share of gains between consecutive sizes kept to the largest size), "
-        "``lost_per_gained``, ``already_at_smallest`` (of the tokens the largest size ranks in the top k, the "
-        f"share already there at the smallest). {EMPTY}")),
-    _entry("token_slopes", slopes_table, (
-        "Per family and dataset, the least-squares slope of log R on log S of every scored token across the sizes: "
-        "mean, sd and quantiles, the shares improving, worsening, saturated (rank 1 at every size) and flat, and "
-        "``sd_noise``, the spread noise alone gives (seeds where a size has several, else permutations of the "
-        "sizes: ``noise_source``); ``sd_excess`` is the spread beyond it: zero for a pure shift of log R. "
-        f"{EMPTY}")),
-    _entry("rank_transitions", transitions_table, (
-        "Between consecutive sizes of each family and dataset, the transition matrix of rank on log bins (1, 2-10, "
-        "11-100, 101-1000, >1000): ``share`` of scored tokens in each cell, ``conditional`` the share of the "
-        f"``bin_from`` row's tokens. 95% intervals from the document bootstrap. {EMPTY}")),
+    _entry(
+        "token_churn",
+        churn_table,
+        (
+            "Per family, dataset and k: the share of scored tokens **gained** (outside the top k at the smaller size, "
+            "inside at the larger), **lost** (the reverse), **net** (= the change in RBP_k exactly) and **flips** "
+            "(gained + lost) between consecutive sizes (``axis`` size; per stratum too: ``kind``, ``stratum``), "
+            "consecutive checkpoints of a run (``checkpoint``) and two seeds of a size (``seed``). ``seed_floor``: the "
+            "flips between seeds of the same size(s), the noise floor of per-token flips. 95% intervals from the "
+            f"document bootstrap. {EMPTY}"
+        ),
+    ),
+    _entry(
+        "token_learning",
+        learning_table,
+        (
+            "When a token enters the top k along the sizes and stays: per family, dataset, stratum and k, ``rbp`` "
+            "(RBP_k at each size) beside ``kept_by`` (inside at that size and every larger one), ``learned_at`` (entered "
+            "there and kept); ``always``, ``never``, ``unstable`` (in at some size, out at the largest), ``monotone``; "
+            "``kept_of_gains`` (the share of gains between consecutive sizes kept to the largest size), "
+            "``lost_per_gained``, ``already_at_smallest`` (of the tokens the largest size ranks in the top k, the "
+            f"share already there at the smallest). {EMPTY}"
+        ),
+    ),
+    _entry(
+        "token_slopes",
+        slopes_table,
+        (
+            "Per family and dataset, the least-squares slope of log R on log S of every scored token across the sizes: "
+            "mean, sd and quantiles, the shares improving, worsening, saturated (rank 1 at every size) and flat, and "
+            "``sd_noise``, the spread noise alone gives (seeds where a size has several, else permutations of the "
+            "sizes: ``noise_source``); ``sd_excess`` is the spread beyond it: zero for a pure shift of log R. "
+            f"{EMPTY}"
+        ),
+    ),
+    _entry(
+        "rank_transitions",
+        transitions_table,
+        (
+            "Between consecutive sizes of each family and dataset, the transition matrix of rank on log bins (1, 2-10, "
+            "11-100, 101-1000, >1000): ``share`` of scored tokens in each cell, ``conditional`` the share of the "
+            f"``bin_from`` row's tokens. 95% intervals from the document bootstrap. {EMPTY}"
+        ),
+    ),
 ]
