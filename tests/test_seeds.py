@@ -210,7 +210,8 @@ def test_polypythia_plans_offline(tmp_path) -> None:
     # one tokenizer (pythia-14m's) for all 50 runs, on the paper's 8 datasets
     # 50 runs and the tokenizer they share each downloaded once, on the host that runs snakemake
     assert by_rule == {"download": 51, "corpus": 8, "tokenize": 8, "token_kinds": 1, "extract": 400,
-                       "summarize": 400, "table": len(TABLES), "figure": len(FIGURES), "all": 1}  # fmt: skip
+                       "summarize": 400, "trajectories": 8, "table": len(TABLES), "figure": len(FIGURES),
+                       "all": 1}  # fmt: skip
 
 
 @pytest.mark.parametrize(
