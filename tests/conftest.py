@@ -130,6 +130,15 @@ def output_jobs(tables: Iterable[str] | None = None, figures: Iterable[str] | No
     return jobs + Counter(["all"])
 
 
+def trajectory_jobs(
+    families: Iterable[str] = ("ladder",), datasets: Iterable[str] = ("humaneval", "pydoc")
+) -> Counter[str]:
+    """Jobs of rule `trajectories`, one per family x dataset (defaults: config/smoke.yaml's ladder family and
+    datasets): a family's rerun when one of its rank arrays or its list of models changes, or in a new run
+    directory (results/<run>/trajectories/)."""
+    return Counter(job_key("trajectories", family=f, dataset=d) for f in families for d in datasets)
+
+
 def file_states(root: Path, *patterns: str) -> dict[str, tuple[str, int]]:
     """SHA-256 and modification time (ns) of every file matching the glob patterns under `root`."""
     return {

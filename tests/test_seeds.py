@@ -122,7 +122,16 @@ def test_adding_a_seed_trains_and_scores_that_seed_alone(smoke_run, tmp_path) ->
     import yaml
 
     from rankscale.tables import TABLES, read_table
-    from tests.conftest import REPO, copy_run, file_states, job_key, output_jobs, planned_jobs, snakemake
+    from tests.conftest import (
+        REPO,
+        copy_run,
+        file_states,
+        job_key,
+        output_jobs,
+        planned_jobs,
+        snakemake,
+        trajectory_jobs,
+    )
 
     work = copy_run(smoke_run, tmp_path / "run")
     config = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
@@ -135,6 +144,7 @@ def test_adding_a_seed_trains_and_scores_that_seed_alone(smoke_run, tmp_path) ->
     args = (*targets, "--configfile", "config/seeded.yaml")  # targets first: --configfile takes every word after it
     new = [f"{s}-s1" for s in sizes]
     expected = output_jobs(figures=["fig12_seeds"]) - Counter(["all"])  # targets named: no `all` job
+    expected.update(trajectory_jobs(["ladder"], datasets))  # the token tables read them
     expected.update(job_key("ladder_train", model=m) for m in new)
     expected.update(job_key(r, model=m, dataset=d) for m in new for d in datasets for r in ("extract", "summarize"))
     assert planned_jobs(work, *args) == expected
