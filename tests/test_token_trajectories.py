@@ -5,8 +5,10 @@ that cover what was planted, alignment checked from the sidecars, and every tabl
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from rankscale.identity import OWN_SHA, TOKENS_SHA
@@ -200,3 +202,30 @@ def test_saved_results_read_back_and_build_every_trajectory_table(tmp_path) -> N
         assert not frame.empty and "note" in frame.columns, name
         assert frame["note"].fillna("").str.contains("nothing to follow").any(), name
     _ = list(itertools.chain(TABLES))
+
+
+def check_run_tables(tables: Path) -> None:
+    """The token tables of a finished run agree with its metrics: RBP_k at both ends of every size pair is the
+    summaries' (metrics.csv) and the net churn is their difference."""
+    metrics = pd.read_csv(tables / "metrics.csv")
+    rbp = metrics[metrics["metric"] == "rbp"].set_index(["model", "dataset", "k"])["value"]
+    churn = pd.read_csv(tables / "token_churn.csv")
+    sizes = churn[(churn["axis"] == "size") & (churn["kind"] == "all")]
+    assert not sizes.empty
+    for row in sizes.to_dict("records"):  # one seed per size: a size is its final model's name
+        assert row["rbp_from"] == pytest.approx(rbp[(row["from"], row["dataset"], row["k"])], abs=1e-12)
+        assert row["rbp_to"] == pytest.approx(rbp[(row["to"], row["dataset"], row["k"])], abs=1e-12)
+        assert row["net"] == pytest.approx(row["rbp_to"] - row["rbp_from"], abs=1e-12)
+        assert row["gained_ci_low"] <= row["gained"] <= row["gained_ci_high"]
+    learning = pd.read_csv(tables / "token_learning.csv")
+    kept = learning[(learning["quantity"] == "kept_by") & (learning["kind"] == "all")]
+    last = kept.loc[kept.groupby(["family", "dataset", "k"])["S"].idxmax()]
+    for row in last.itertuples():  # learned and kept by the largest size is its RBP_k
+        assert row.value == pytest.approx(rbp[(row.size, row.dataset, row.k)], abs=1e-12)
+    for name in ("token_slopes", "rank_transitions"):
+        assert not pd.read_csv(tables / f"{name}.csv").empty, name
+
+
+@pytest.mark.slow
+def test_the_smoke_runs_token_tables_agree_with_its_metrics(smoke_run) -> None:
+    check_run_tables(smoke_run / "results/smoke/tables")
