@@ -89,17 +89,43 @@ def model_pairs(models: Sequence[TrackedModel]) -> list[Pair]:
     return pairs
 
 
+class Walk:
+    """One token trajectory pass along the sizes, size by size (memory O(tokens), whatever the number of sizes):
+    each token's last size outside the top k, whether it was ever inside, whether it never left once in."""
+
+    def __init__(self, n_tokens: int) -> None:
+        self.m = 0
+        self.last_miss = np.full(n_tokens, -1, dtype=np.int64)
+        self.ever = np.zeros(n_tokens, dtype=bool)
+        self.monotone = np.ones(n_tokens, dtype=bool)
+        self.first: np.ndarray | None = None
+        self.prev: np.ndarray | None = None
+
+    def step(self, hit: np.ndarray) -> None:
+        """The next size's hits (inside the top k)."""
+        self.last_miss[~hit] = self.m
+        self.ever |= hit
+        if self.prev is None:
+            self.first = hit
+        else:
+            self.monotone &= ~(self.prev & ~hit)
+        self.prev, self.m = hit, self.m + 1
+
+    def codes(self) -> np.ndarray:
+        """Per token: j if it entered the top k at size j and stayed at every larger size (0: at every size),
+        `sizes` if at none (never), `sizes + 1` if in at some size but out at the largest (unstable)."""
+        codes = self.last_miss + 1
+        out_at_end = self.last_miss == self.m - 1
+        codes[out_at_end] = np.where(self.ever[out_at_end], self.m + 1, self.m)
+        return codes
+
+
 def learning_codes(hit: np.ndarray) -> np.ndarray:
-    """Per token (hit: [sizes, tokens], inside the top k at each size): j if it entered the top k at size j and
-    stayed at every larger size (0: at every size), `sizes` if at none (never), `sizes + 1` if in at some size
-    but out at the largest (unstable)."""
-    m = hit.shape[0]
-    miss = ~hit
-    last_miss = np.where(miss.any(axis=0), m - 1 - np.argmax(miss[::-1], axis=0), -1)
-    codes = last_miss + 1
-    out_at_end = last_miss == m - 1
-    codes[out_at_end] = np.where(hit.any(axis=0)[out_at_end], m + 1, m)
-    return codes
+    """`Walk.codes` of hits [sizes, tokens]."""
+    path = Walk(hit.shape[1])
+    for row in hit:
+        path.step(row)
+    return path.codes()
 
 
 def slope_weights(S: Sequence[int]) -> np.ndarray:
@@ -147,6 +173,15 @@ class Groups:
             out += np.bincount(key, weights=x, minlength=self.n_rows * self.n_groups).reshape(self.n_rows, -1)
         return out
 
+    def count(self, codes: np.ndarray, n: int) -> np.ndarray:
+        """[documents, groups, n]: how many tokens have each code 0..n-1."""
+        out = np.zeros((self.n_rows, self.n_groups, n))
+        out[:, 0] = np.bincount(self.row * n + codes, minlength=self.n_rows * n).reshape(self.n_rows, n)
+        for col in range(self.strata.shape[1]):
+            key = (self.row * self.n_groups + self.strata[:, col] + 1) * n + codes
+            out += np.bincount(key, minlength=self.n_rows * self.n_groups * n).reshape(self.n_rows, self.n_groups, n)
+        return out
+
     def all(self, x: np.ndarray) -> np.ndarray:
         """[documents] sums of x over every token."""
         return np.bincount(self.row, weights=x, minlength=self.n_rows)
@@ -167,20 +202,18 @@ def per_document(aligned: Aligned, groups: Groups, ks: Sequence[int], seed: int 
     out["already"] = np.zeros((groups.n_rows, g, K))
     out["transitions"] = np.zeros((groups.n_rows, max(m - 1, 0), len(RANK_BINS) ** 2))
     for rows in chains.rows:
-        hit = np.empty((m, ranks.shape[1]), dtype=bool)
         for i, k in enumerate(ks):
+            path = Walk(ranks.shape[1])
             for j, row in enumerate(rows):
-                np.less_equal(ranks[row], k, out=hit[j])  # [sizes, tokens]: no copy of the ranks
-            codes = learning_codes(hit)
-            for c in range(m + 2):
-                out["learning"][:, :, i, c] += groups.sum(codes == c)
-            for j in range(m):
-                out["rbp"][:, :, i, j] += groups.sum(hit[j])
-            for j in range(m - 1):
-                out["gained"][:, :, i, j] += groups.sum(~hit[j] & hit[j + 1])
-                out["lost"][:, :, i, j] += groups.sum(hit[j] & ~hit[j + 1])
-            out["monotone"][:, :, i] += groups.sum(np.all(hit[1:] >= hit[:-1], axis=0))
-            out["already"][:, :, i] += groups.sum(hit[0] & hit[-1])
+                hit = ranks[row] <= k
+                out["rbp"][:, :, i, j] += groups.sum(hit)
+                if path.prev is not None:
+                    out["gained"][:, :, i, j - 1] += groups.sum(~path.prev & hit)
+                    out["lost"][:, :, i, j - 1] += groups.sum(path.prev & ~hit)
+                path.step(hit)
+            out["learning"][:, :, i] += groups.count(path.codes(), m + 2)
+            out["monotone"][:, :, i] += groups.sum(path.monotone)
+            out["already"][:, :, i] += groups.sum(path.first & path.prev)
         before = np.searchsorted(np.asarray(RANK_EDGES), ranks[rows[0]], side="left")
         for j in range(m - 1):
             after = np.searchsorted(np.asarray(RANK_EDGES), ranks[rows[j + 1]], side="left")
