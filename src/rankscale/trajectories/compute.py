@@ -144,13 +144,15 @@ def token_slopes(ranks: np.ndarray, rows: Sequence[int], weights: np.ndarray) ->
 
 
 def permutations(n: int, count: int = PERMUTATIONS, seed: int = 0) -> list[np.ndarray]:
-    """Up to `count` orders of n sizes least correlated with the true one (none below 3 sizes: reversing two
-    sizes only flips every slope's sign)."""
+    """Up to `count` orders of n sizes least correlated with the true one, none with |correlation| above 0.5 (a
+    permuted slope keeps that share of each token's true slope; none below 3 sizes: reversing two sizes only flips
+    every slope's sign)."""
     if n < 3:
         return []
     rng = np.random.default_rng(seed)
     pool = {tuple(p) for p in (rng.permutation(n) for _ in range(400))} - {tuple(range(n))}
-    ranked = sorted(pool, key=lambda p: (abs(np.corrcoef(np.arange(n), p)[0, 1]), p))
+    corr = {p: abs(float(np.corrcoef(np.arange(n), p)[0, 1])) for p in pool}
+    ranked = sorted((p for p in pool if corr[p] <= 0.5), key=lambda p: (corr[p], p))
     return [np.array(p) for p in ranked[:count]]
 
 
