@@ -130,6 +130,19 @@ def output_jobs(tables: Iterable[str] | None = None, figures: Iterable[str] | No
     return jobs + Counter(["all"])
 
 
+def summary_outputs() -> Counter[str]:
+    """Jobs of the tables and figures that read summaries, directly or through a table they need, plus `all`: what
+    new summaries rerun when no rank array changed (the token tables and Fig. 15 read the trajectories only)."""
+    from rankscale.plots import FIGURES
+    from rankscale.tables import TABLES
+
+    tables = {n for n, t in TABLES.items() if t.summaries or t.resampled}
+    while grown := {n for n, t in TABLES.items() if n not in tables and set(t.needs) & tables}:
+        tables |= grown
+    figures = [n for n, f in FIGURES.items() if f.hists or f.resampled or set(f.tables) & tables]
+    return output_jobs([n for n in TABLES if n in tables], figures)
+
+
 def trajectory_jobs(
     families: Iterable[str] = ("ladder",), datasets: Iterable[str] = ("humaneval", "pydoc")
 ) -> Counter[str]:

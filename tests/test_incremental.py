@@ -15,7 +15,17 @@ import pytest
 import yaml
 
 from rankscale.plan import ladder_dir, text_key
-from tests.conftest import REPO, copy_run, file_states, job_key, output_jobs, planned_jobs, snakemake, trajectory_jobs
+from tests.conftest import (
+    REPO,
+    copy_run,
+    file_states,
+    job_key,
+    output_jobs,
+    planned_jobs,
+    snakemake,
+    summary_outputs,
+    trajectory_jobs,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -43,9 +53,11 @@ def with_local_model() -> dict:
 def downstream_of(models: list[str], extract: bool = True) -> Counter[str]:
     """Jobs that recomputing these models' rank arrays (or only their summaries) implies."""
     jobs = Counter(job_key("summarize", model=m, dataset=d) for m in models for d in DATASETS)
-    if extract:  # new rank arrays: their families' trajectories too (which read rank arrays, not summaries)
-        jobs.update(job_key("extract", model=m, dataset=d) for m in models for d in DATASETS)
-        jobs.update(trajectory_jobs({"local" if m == LOCAL["name"] else "ladder" for m in models}, DATASETS))
+    if not extract:  # summaries alone: the token tables and Fig. 15 (which read the trajectories only) stay
+        return jobs + summary_outputs()
+    # new rank arrays: their families' trajectories too (which read rank arrays, not summaries)
+    jobs.update(job_key("extract", model=m, dataset=d) for m in models for d in DATASETS)
+    jobs.update(trajectory_jobs({"local" if m == LOCAL["name"] else "ladder" for m in models}, DATASETS))
     return jobs + output_jobs()
 
 
