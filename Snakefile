@@ -38,6 +38,7 @@ localrules:
     token_kinds,
     ladder_corpus,
     summarize,
+    trajectories,
     table,
     figure,
 

@@ -130,6 +130,28 @@ def output_jobs(tables: Iterable[str] | None = None, figures: Iterable[str] | No
     return jobs + Counter(["all"])
 
 
+def summary_outputs() -> Counter[str]:
+    """Jobs of the tables and figures that read summaries, directly or through a table they need, plus `all`: what
+    new summaries rerun when no rank array changed (the token tables and Fig. 15 read the trajectories only)."""
+    from rankscale.plots import FIGURES
+    from rankscale.tables import TABLES
+
+    tables = {n for n, t in TABLES.items() if t.summaries or t.resampled}
+    while grown := {n for n, t in TABLES.items() if n not in tables and set(t.needs) & tables}:
+        tables |= grown
+    figures = [n for n, f in FIGURES.items() if f.hists or f.resampled or set(f.tables) & tables]
+    return output_jobs([n for n in TABLES if n in tables], figures)
+
+
+def trajectory_jobs(
+    families: Iterable[str] = ("ladder",), datasets: Iterable[str] = ("humaneval", "pydoc")
+) -> Counter[str]:
+    """Jobs of rule `trajectories`, one per family x dataset (defaults: config/smoke.yaml's ladder family and
+    datasets): a family's rerun when one of its rank arrays or its list of models changes, or in a new run
+    directory (results/<run>/trajectories/)."""
+    return Counter(job_key("trajectories", family=f, dataset=d) for f in families for d in datasets)
+
+
 def file_states(root: Path, *patterns: str) -> dict[str, tuple[str, int]]:
     """SHA-256 and modification time (ns) of every file matching the glob patterns under `root`."""
     return {

@@ -15,7 +15,17 @@ import pytest
 import yaml
 
 from rankscale.plan import ladder_dir, text_key
-from tests.conftest import REPO, copy_run, file_states, job_key, output_jobs, planned_jobs, snakemake
+from tests.conftest import (
+    REPO,
+    copy_run,
+    file_states,
+    job_key,
+    output_jobs,
+    planned_jobs,
+    snakemake,
+    summary_outputs,
+    trajectory_jobs,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -43,8 +53,11 @@ def with_local_model() -> dict:
 def downstream_of(models: list[str], extract: bool = True) -> Counter[str]:
     """Jobs that recomputing these models' rank arrays (or only their summaries) implies."""
     jobs = Counter(job_key("summarize", model=m, dataset=d) for m in models for d in DATASETS)
-    if extract:
-        jobs.update(job_key("extract", model=m, dataset=d) for m in models for d in DATASETS)
+    if not extract:  # summaries alone: the token tables and Fig. 15 (which read the trajectories only) stay
+        return jobs + summary_outputs()
+    # new rank arrays: their families' trajectories too (which read rank arrays, not summaries)
+    jobs.update(job_key("extract", model=m, dataset=d) for m in models for d in DATASETS)
+    jobs.update(trajectory_jobs({"local" if m == LOCAL["name"] else "ladder" for m in models}, DATASETS))
     return jobs + output_jobs()
 
 
@@ -63,6 +76,7 @@ def local(smoke_run: Path, tmp_path_factory: pytest.TempPathFactory) -> SimpleNa
 def test_a_model_with_a_new_tokenizer_adds_tokenization_and_no_training(local):
     tok = text_key(LOCAL["path"])
     expected = downstream_of([LOCAL["name"]]) + Counter(job_key("tokenize", tok=tok, dataset=d) for d in DATASETS)
+    expected.update(trajectory_jobs(["ladder"], DATASETS))  # a new run directory (results/local/): every family's
     expected[job_key("token_kinds", tok=tok)] += 1  # its tokenizer's token kinds (the `kind` stratum)
     assert local.plan == expected
     assert all(local.after[path] == state for path, state in local.before.items())
@@ -150,7 +164,7 @@ def removed(smoke_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Simple
 
 def test_removing_a_model_reruns_only_tables_and_figures(removed):
     """Removing the first model must not change the shared tokenizer's params (and so every array)."""
-    assert removed.plan == output_jobs()
+    assert removed.plan == output_jobs() + trajectory_jobs(["ladder"], DATASETS)  # a new run directory
     assert removed.after == removed.before
     metrics = pd.read_csv(removed.workdir / "results/removed/tables/metrics.csv")
     assert set(metrics["model"]) == set(LADDER[1:])

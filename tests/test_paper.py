@@ -138,6 +138,7 @@ def test_plan_and_dry_run(tmp_path: Path) -> None:
         "token_kinds": 8,  # one per tokenizer: the `kind` stratum
         "extract": 200,
         "summarize": 200,
+        "trajectories": len({p.family for p in plans.values()}) * 8,  # one per family x dataset
         "table": len(TABLES),
         "figure": len(FIGURES),
         "all": 1,
@@ -404,6 +405,7 @@ def test_pythia_training_grid_plans_offline(tmp_path: Path) -> None:
         "token_kinds": 1,
         "extract": 50,
         "summarize": 50,
+        "trajectories": 2,  # one family (pythia) x 2 datasets
         "table": len(TABLES),
         "figure": len(FIGURES),
         "all": 1,

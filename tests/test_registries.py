@@ -226,7 +226,8 @@ def test_a_new_fit_form_can_be_the_law_form_everywhere(extended):
     (extended.work / "config/toy_form.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     args = ("--configfile", "config/toy_form.yaml")
     jobs = planned_jobs(extended.work, *args)
-    assert {key.split("[")[0] for key in jobs} == {"table", "figure", "all"}, jobs
+    # a run directory of its own (results/toy_form/): its token trajectories too (cheap, as its tables)
+    assert {key.split("[")[0] for key in jobs} == {"trajectories", "table", "figure", "all"}, jobs
     read = ("powerlaw_fits", "extrapolation", "metrics", "emergence", "exponent_contrasts", "strata_contrasts")
     targets = [layout_of(extended.work, "config/toy_form.yaml").table(name) for name in read]  # what is read below
     result = snakemake(extended.work, "--cores", "2", *targets, *args)

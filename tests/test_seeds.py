@@ -122,7 +122,16 @@ def test_adding_a_seed_trains_and_scores_that_seed_alone(smoke_run, tmp_path) ->
     import yaml
 
     from rankscale.tables import TABLES, read_table
-    from tests.conftest import REPO, copy_run, file_states, job_key, output_jobs, planned_jobs, snakemake
+    from tests.conftest import (
+        REPO,
+        copy_run,
+        file_states,
+        job_key,
+        output_jobs,
+        planned_jobs,
+        snakemake,
+        trajectory_jobs,
+    )
 
     work = copy_run(smoke_run, tmp_path / "run")
     config = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
@@ -135,6 +144,7 @@ def test_adding_a_seed_trains_and_scores_that_seed_alone(smoke_run, tmp_path) ->
     args = (*targets, "--configfile", "config/seeded.yaml")  # targets first: --configfile takes every word after it
     new = [f"{s}-s1" for s in sizes]
     expected = output_jobs(figures=["fig12_seeds"]) - Counter(["all"])  # targets named: no `all` job
+    expected.update(trajectory_jobs(["ladder"], datasets))  # the token tables read them
     expected.update(job_key("ladder_train", model=m) for m in new)
     expected.update(job_key(r, model=m, dataset=d) for m in new for d in datasets for r in ("extract", "summarize"))
     assert planned_jobs(work, *args) == expected
@@ -210,7 +220,8 @@ def test_polypythia_plans_offline(tmp_path) -> None:
     # one tokenizer (pythia-14m's) for all 50 runs, on the paper's 8 datasets
     # 50 runs and the tokenizer they share each downloaded once, on the host that runs snakemake
     assert by_rule == {"download": 51, "corpus": 8, "tokenize": 8, "token_kinds": 1, "extract": 400,
-                       "summarize": 400, "table": len(TABLES), "figure": len(FIGURES), "all": 1}  # fmt: skip
+                       "summarize": 400, "trajectories": 8, "table": len(TABLES), "figure": len(FIGURES),
+                       "all": 1}  # fmt: skip
 
 
 @pytest.mark.parametrize(

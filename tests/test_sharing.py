@@ -36,6 +36,7 @@ from tests.conftest import (
     planned_jobs,
     snakemake,
     stop_process,
+    trajectory_jobs,
 )
 
 pytestmark = pytest.mark.slow
@@ -83,7 +84,9 @@ def analysis_jobs(models: list[str]) -> Counter[str]:
     """What a run with every rank array present must do: summaries, tables, figures, and the token kinds of the
     ladder's tokenizer (cheap, from the tokenizer the clone has: not shared)."""
     jobs = Counter(job_key("summarize", model=m, dataset=d) for m in models for d in DATASETS)
-    return jobs + output_jobs() + Counter([job_key("token_kinds", tok=LADDER_TOK)])
+    return (
+        jobs + output_jobs() + trajectory_jobs(["ladder"], DATASETS) + Counter([job_key("token_kinds", tok=LADDER_TOK)])
+    )
 
 
 def remote_objects(remote: Path) -> set[str]:
@@ -178,6 +181,7 @@ def test_adding_a_model_plans_only_that_model(grown):
     expected = Counter([job_key("ladder_train", model="smoke-d")])
     expected.update(job_key("extract", model="smoke-d", dataset=d) for d in DATASETS)
     expected.update(job_key("summarize", model="smoke-d", dataset=d) for d in DATASETS)
+    expected.update(trajectory_jobs(["ladder"], DATASETS))  # its family's, and no other
     expected.update(output_jobs())
     assert grown.plan == expected
 

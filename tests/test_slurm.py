@@ -66,7 +66,8 @@ def planned_resources(text: str) -> list[tuple[str, dict[str, str]]]:
     return jobs
 
 
-LOCAL_RULES = {"all", "download", "corpus", "tokenize", "token_kinds", "ladder_corpus", "summarize", "table", "figure"}
+LOCAL_RULES = {"all", "download", "corpus", "tokenize", "token_kinds", "ladder_corpus", "summarize", "trajectories", "table",
+               "figure"}  # fmt: skip
 
 
 def planned_by_rule(text: str) -> Counter[str]:

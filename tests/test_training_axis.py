@@ -16,7 +16,17 @@ from rankscale.config import ConfigError
 from rankscale.laws import JointLaw, fit_joint_law
 from rankscale.plan import build_plan
 from rankscale.tables import TABLES
-from tests.conftest import REPO, copy_run, file_states, files, job_key, output_jobs, planned_jobs, snakemake
+from tests.conftest import (
+    REPO,
+    copy_run,
+    file_states,
+    files,
+    job_key,
+    output_jobs,
+    planned_jobs,
+    snakemake,
+    trajectory_jobs,
+)
 
 TOKEN_FIGURES = ("fig10_rbp_vs_tokens", "fig11_compute_frontier")  # the figures in training tokens
 
@@ -132,7 +142,7 @@ def grown(smoke_run: Path, tmp_path_factory: pytest.TempPathFactory) -> SimpleNa
 @pytest.mark.slow
 def test_adding_a_checkpoint_trains_and_scores_that_checkpoint_alone(grown: SimpleNamespace) -> None:
     new = [f"{s}-t8000" for s in SIZES]
-    expected = output_jobs()
+    expected = output_jobs() + trajectory_jobs(["ladder"], DATASETS)  # new checkpoints: the family's trajectories
     expected.update(job_key("ladder_train", model=m) for m in new)
     expected.update(
         job_key(rule, model=m, dataset=d) for m in new for d in DATASETS for rule in ("extract", "summarize")
@@ -177,7 +187,7 @@ def test_a_later_checkpoint_resumes_from_the_nearest_saved_state(grown: SimpleNa
 
     args = write(grown.work, "ck2", with_checkpoints(8000, 12000))
     new = [f"{s}-t12000" for s in SIZES]
-    expected = output_jobs()
+    expected = output_jobs() + trajectory_jobs(["ladder"], DATASETS)  # new checkpoints: the family's trajectories
     expected.update(job_key("ladder_train", model=m) for m in new)
     expected.update(
         job_key(rule, model=m, dataset=d) for m in new for d in DATASETS for rule in ("extract", "summarize")
@@ -189,7 +199,8 @@ def test_a_later_checkpoint_resumes_from_the_nearest_saved_state(grown: SimpleNa
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
     after = file_states(grown.work, "results/ranks/**/*", "resources/ladder/*/models/**/*")
     assert all(after[path] == state for path, state in before.items())
-    assert planned_jobs(grown.work, *args) == output_jobs()  # trained and scored once: only the outputs are left
+    # trained and scored once: only the outputs are left (the trajectories too: `--until summarize`)
+    assert planned_jobs(grown.work, *args) == output_jobs() + trajectory_jobs(["ladder"], DATASETS)
     ladder = next(p for p in (grown.work / "resources/ladder").iterdir() if (p / "models/smoke-a-t12000").is_dir())
     for size in SIZES:
         summary = json.loads((ladder / f"models/{size}-t12000/training.json").read_text())

@@ -202,6 +202,11 @@ class Layout:
     def figure(self, figure: str = "{figure}", ext: str = "{ext}") -> str:
         return f"{self.out}/figures/{figure}.{ext}"
 
+    def trajectories(self, family: str = "{family}", dataset: str = "{dataset}", ext: str = "npz") -> str:
+        """A family x dataset's token trajectories (rankscale.trajectories): `npz` the counts, `json` their sidecar.
+        Under the run: which models a family holds is this configuration's."""
+        return f"{self.out}/trajectories/{family}/{dataset}.{ext}"
+
     def run_log(self, kind: str, name: str) -> str:
         """The log of the job that made table or figure `name` (`kind`: tables, figures)."""
         return f"{self.out}/logs/{kind}/{name}.log"

@@ -26,6 +26,28 @@ rule summarize:
         "../scripts/summarize.py"
 
 
+# Which tokens a larger model gets right: one job per family x dataset follows every scored token across the family's
+# sizes, checkpoints and seeds (rankscale.trajectories); the four token tables read its counts.
+rule trajectories:
+    input:
+        unpack(trajectories_inputs),
+    output:
+        counts=LAYOUT.trajectories(),
+        meta=LAYOUT.trajectories(ext="json"),
+    params:
+        settings=trajectory_settings(config),
+        code=CODE["trajectories"],
+        models=trajectories_models,
+    log:
+        LAYOUT.run_log("trajectories", "{family}/{dataset}"),
+    benchmark:
+        LAYOUT.run_benchmark("trajectories", "{family}/{dataset}")
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/trajectories.py"
+
+
 rule table:
     input:
         unpack(table_inputs),

@@ -30,6 +30,7 @@ from rankscale.plan import (  # noqa: E402
     tokenizer_params,
     tokenizer_sources,
     training_params,
+    trajectory_settings,
     unpinned,
 )
 from rankscale.plots import FIGURES  # noqa: E402
@@ -57,6 +58,7 @@ if workflow.is_main_process and (UNPINNED := unpinned(config, PLAN)):  # said on
 
 MODELS = list(PLAN)
 DATASETS = sorted(config["datasets"])  # a mapping has no order: figures' columns go by name
+FAMILIES = sorted({plan.family for plan in PLAN.values()})  # one trajectories job per family x dataset
 TOKENIZERS = tokenizer_sources(PLAN)
 GGUF = {plan.gguf.digest: plan.gguf for plan in PLAN.values() if plan.gguf}  # converted once each
 DOWNLOADS = hub_downloads(PLAN)  # hub repositories, fetched once each before any extraction (rule download)
@@ -70,7 +72,7 @@ SUMMARY_SETTINGS = summary_settings(config)
 # `code`); the expensive rules carry format versions instead (rankscale.formats)
 CODE = {
     step: code_digest(Path(workflow.basedir) / f"workflow/scripts/{step}.py")
-    for step in ("summarize", "table", "figure", "token_kinds")
+    for step in ("summarize", "table", "figure", "token_kinds", "trajectories")
 }
 
 OUT = LAYOUT.out  # results/<run>: this configuration's own outputs
@@ -105,6 +107,8 @@ wildcard_constraints:
     tokens=alternatives(LAYOUT.token_keys.values()),
     ranks=alternatives(LAYOUT.rank_keys.values()),
     summary=alternatives(LAYOUT.summary_keys.values()),
+    family=alternatives(FAMILIES),
+    dataset=alternatives(DATASETS),
 
 
 def write_manifest():
@@ -212,7 +216,34 @@ def table_inputs(wc):
         "summaries": summaries() if table.summaries or table.resampled else [],
         "replicates": summaries("boot.npz") if table.resampled else [],
         "tables": [LAYOUT.table(name) for name in table.needs],
+        "trajectories": [LAYOUT.trajectories(f, d, "json") for f in FAMILIES for d in DATASETS] if table.trajectories else [],
     }
+
+
+def family_models(family):
+    return [m for m in MODELS if PLAN[m].family == family]
+
+
+def trajectories_inputs(wc):
+    """A family x dataset's trajectories read its models' rank arrays and sidecars (adding a model reruns its family's
+    jobs alone), their token files' sidecars, the corpus's (the documents the bootstrap draws) and the token table of
+    each tokenizer (the `kind` stratum)."""
+    models = family_models(wc.family)
+    return {
+        "ranks": [LAYOUT.ranks(m, wc.dataset) for m in models],
+        "meta": [LAYOUT.ranks(m, wc.dataset, "json") for m in models],
+        "tokens_meta": [LAYOUT.model_tokens(m, wc.dataset, "npz.json") for m in models],
+        "corpus_meta": LAYOUT.corpus(wc.dataset, "json"),
+        "token_table": [Layout.token_kinds(PLAN[m].tokenizer_key) for m in models],
+    }
+
+
+def trajectories_models(wc):
+    """What the plan says of each model of the family, and its rank array's identity (the provenance check)."""
+    return [
+        {"name": m, "info": PLAN[m].info(), "identity": PLAN[m].identity(wc.dataset).params()}
+        for m in family_models(wc.family)
+    ]
 
 
 def figure_inputs(wc):

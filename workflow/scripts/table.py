@@ -13,6 +13,7 @@ from rankscale.logs import setup_logging
 from rankscale.report.pages import write_page
 from rankscale.summary import SummaryPaths, load_replicates, read_summary
 from rankscale.tables import Replicates, TableSettings, build_table, read_table, write_table
+from rankscale.trajectories import load
 
 log = setup_logging(snakemake.log[0])
 summaries = [read_summary(path) for path in snakemake.input.summaries]
@@ -26,7 +27,8 @@ replicates = (
     else None
 )
 settings = TableSettings.from_params(snakemake.params.settings)
-df = build_table(snakemake.wildcards.table, summaries, tables, settings, replicates)
+tracked = [load(Path(p).with_suffix(".npz"), p) for p in snakemake.input.trajectories]  # token trajectories
+df = build_table(snakemake.wildcards.table, summaries, tables, settings, replicates, tracked)
 write_table(snakemake.wildcards.table, df, snakemake.output.csv)  # with its header when it has no rows
 # the report's page of it, made from the CSV as written (the source of truth)
 write_page(snakemake.wildcards.table, snakemake.output.csv, snakemake.output.page, snakemake.params.caption)

@@ -26,6 +26,7 @@ from rankscale.plan.settings import (
     summary_settings,
     table_settings,
     training_params,
+    trajectory_settings,
 )
 from rankscale.plan.types import RUNTIME_KEYS, ModelPlan, Runtime
 
@@ -54,5 +55,6 @@ __all__ = [
     "tokenizer_params",
     "tokenizer_sources",
     "training_params",
+    "trajectory_settings",
     "unpinned",
 ]

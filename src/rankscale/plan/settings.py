@@ -50,6 +50,20 @@ def strata_settings(config: Mapping[str, Any]) -> dict[str, Any]:
             "k": sorted(analysis["law_k"])}  # fmt: skip
 
 
+def trajectory_settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What a `trajectories` job counts with: the k (those of `analysis.law_k`, and at least 1, 10 and 100), the
+    bootstrap draws (the summaries', so every interval is paired) and the stratum kinds."""
+    analysis = config["analysis"]
+    return canonical(
+        {
+            "ks": sorted(set(analysis["law_k"]) | {1, 10, 100}),
+            "replicates": analysis["bootstrap"]["replicates"],
+            "seed": analysis["bootstrap"]["seed"],
+            "strata": strata_settings(config),
+        }
+    )
+
+
 def _table_values(config: Mapping[str, Any]) -> dict[str, Any]:
     """Every `rankscale.tables.TableSettings` field, from where it sits under `analysis:` (its field's metadata)."""
     from rankscale.tables import TableSettings

@@ -7,11 +7,13 @@ it reads, its caption); the `figure` rule draws every registered figure in its o
 
 from __future__ import annotations
 
-from rankscale.plots import emergence, extrapolation, laws, lognormal, seeds, strata, training
+from rankscale.plots import emergence, extrapolation, laws, lognormal, seeds, strata, tokens, training
 from rankscale.plots.common import Figure, FigureData, save
 
 FIGURES: dict[str, Figure] = {
-    f.name: f for module in (laws, extrapolation, emergence, lognormal, training, seeds, strata) for f in module.FIGURES
+    f.name: f
+    for module in (laws, extrapolation, emergence, lognormal, training, seeds, strata, tokens)
+    for f in module.FIGURES
 }
 
 __all__ = ["FIGURES", "Figure", "FigureData", "save"]

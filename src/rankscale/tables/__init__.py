@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -27,12 +28,25 @@ from rankscale.tables import (
     metrics,
     seeds,
     strata,
+    tokens,
     training,
 )
 from rankscale.tables.base import Replicates, Table, TableInputs, TableSettings, read_table, typed
 from rankscale.tables.selection import FitIndex, LawFit, LawKey, finals, select
 
-MODULES = (metrics, laws, extrapolation, cross_family, families, distribution, emergence, training, seeds, strata)
+MODULES = (
+    metrics,
+    laws,
+    extrapolation,
+    cross_family,
+    families,
+    distribution,
+    emergence,
+    training,
+    seeds,
+    strata,
+    tokens,
+)
 TABLES: dict[str, Table] = {t.name: t for module in MODULES for t in module.TABLES}
 
 
@@ -42,11 +56,15 @@ def build_table(
     tables: Mapping[str, pd.DataFrame],
     settings: TableSettings,
     replicates: Replicates | None,
+    trajectories: Sequence[Any] | None = None,
 ) -> pd.DataFrame:
-    """Build table `name` from the summaries, the tables it needs and the bootstrap replicates."""
+    """Build table `name` from the summaries, the tables it needs, the bootstrap replicates and the token
+    trajectories (`rankscale.trajectories.TrajectoryResult`, for a table that reads them)."""
     table = TABLES[name]
     declared = settings.only(table.settings)  # what its job gets: the settings it declares alone
-    return table.build(TableInputs(list(summaries), declared, {n: tables[n] for n in table.needs}, replicates))
+    tracked = list(trajectories or []) if table.trajectories else None
+    needed = {n: tables[n] for n in table.needs}
+    return table.build(TableInputs(list(summaries), declared, needed, replicates, tracked))
 
 
 def write_table(name: str, frame: pd.DataFrame, path: str | Path) -> None:

@@ -89,6 +89,8 @@ class TableInputs:
     settings: TableSettings
     tables: dict[str, pd.DataFrame]  # the tables this one needs, by name
     replicates: Replicates | None  # every summary's bootstrap replicates, for tables marked `resampled`
+    # every family x dataset's token trajectories (`rankscale.trajectories`), for tables marked `trajectories`
+    trajectories: list[Any] | None = None
 
     # the settings a table declared (`Table.settings`), typed: a builder never unpacks them by hand
     def declared(self) -> dict[str, Any]:
@@ -127,6 +129,12 @@ class TableInputs:
     def seed(self) -> int:
         return int(self.settings.get("seed"))
 
+    def tracked(self) -> list[Any]:
+        """The token trajectories (`rankscale.trajectories.TrajectoryResult`), which a table marked
+        `trajectories=True` always gets."""
+        assert self.trajectories is not None, "this table reads the token trajectories"
+        return self.trajectories
+
     def needed(self) -> Replicates:
         """The replicates, which a table marked `resampled=True` always gets."""
         assert self.replicates is not None, "this table reads bootstrap replicates"
@@ -143,6 +151,7 @@ class Table:
     settings: tuple[str, ...] = ()  # the TableSettings it reads: `build` passes them on by name (`inputs.declared()`)
     summaries: bool = True  # reads every model x dataset summary
     resampled: bool = False  # reads every summary's bootstrap replicates
+    trajectories: bool = False  # reads every family x dataset's token trajectories (rule `trajectories`)
 
 
 def typed(df: pd.DataFrame) -> pd.DataFrame:

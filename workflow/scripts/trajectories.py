@@ -1,0 +1,58 @@
+"""Rule trajectories: a family's rank arrays on one dataset -> every scored token followed across its sizes,
+checkpoints and seeds, counted per document and bootstrapped (rankscale.trajectories)."""
+
+import json
+import sys
+
+snakemake = globals()["snakemake"]
+sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any environment
+
+
+from pathlib import Path
+
+from rankscale.identity import RankIdentity
+from rankscale.logs import setup_logging
+from rankscale.rankfile import check_provenance, load_rank_arrays
+from rankscale.strata import StrataSettings
+from rankscale.token_kinds import load_token_table
+from rankscale.tokens import corpus_units
+from rankscale.trajectories import Bootstrap, TrackedModel, save, trajectories
+
+log = setup_logging(snakemake.log[0])
+family, dataset = snakemake.wildcards.family, snakemake.wildcards.dataset
+settings = snakemake.params.settings
+entries = snakemake.params.models
+inputs = snakemake.input
+metas = [json.loads(Path(p).read_text()) for p in inputs.meta]
+tokens_metas = [json.loads(Path(p).read_text()) for p in inputs.tokens_meta]
+models = [TrackedModel.of(e["name"], e["info"], meta["S"]) for e, meta in zip(entries, metas, strict=True)]
+identities = [RankIdentity.from_params(e["identity"]) for e in entries]
+
+
+def read(i):
+    """Model i's rank array, checked against its sidecar and against what the configuration says it scores."""
+    arrays, meta = load_rank_arrays(inputs.ranks[i], inputs.meta[i])
+    check_provenance(meta, tokens_metas[i], identities[i], inputs.ranks[i])
+    return arrays, meta
+
+
+# the reference the others align with (rankscale.trajectories.align): its token file maps documents to the corpus
+ref = sorted(range(len(models)), key=lambda i: (not models[i].final, models[i].S, models[i].name))[0]
+corpus_meta = json.loads(Path(inputs.corpus_meta).read_text())
+bootstrap = Bootstrap(
+    corpus_units(tokens_metas[ref], inputs.tokens_meta[ref]),
+    int(corpus_meta["documents"]),
+    int(settings["replicates"]),
+    int(settings["seed"]),
+    dataset,
+)
+vocab = min(int(m["vocab_size"]) for m in metas)
+ks = [k for k in settings["ks"] if k <= vocab]
+table = load_token_table(inputs.token_table[ref])
+result = trajectories(family, dataset, models, read, bootstrap, ks, StrataSettings.from_params(settings["strata"]),
+                      identities[ref].windows, table.kinds)  # fmt: skip
+save(result, snakemake.output.counts, snakemake.output.meta)
+for note in result.notes:
+    log.warning("%s / %s: %s", family, dataset, note)
+log.info("%s / %s: %d models aligned over %d tokens, %d sizes x %d chain(s), %d pairs of checkpoints or seeds",
+         family, dataset, len(result.models), result.n_tokens, len(result.sizes), result.n_chains, len(result.pairs))  # fmt: skip
