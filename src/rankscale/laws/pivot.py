@@ -21,6 +21,7 @@ residuals give it, and needs no df. benchmarks/size_level_coverage.py measures i
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,7 +30,8 @@ from scipy import optimize, special
 
 GRID = 2000  # chi^2 quantiles of the deterministic grid an analytic interval integrates over
 PAIR_GRID = 200  # per pivot, where a variance has two (their grids crossed: 40,000 pairs)
-BISECTIONS = 80  # the root of Q(R) = W to 2^-80 of its bracket
+NEWTON_STEPS = 30  # at most; from the tabulated start Newton's method on 1/Q takes a few steps
+TABLE = 256  # points of the log grid of t that Q is tabulated on for Newton's starts
 
 
 @dataclass(frozen=True)
@@ -71,22 +73,37 @@ class TauPivot:
             return float(np.nansum(self.weights / self.alpha))
 
     def solve(self, w: np.ndarray) -> np.ndarray:
-        """R with Q(R) = w for every w (0 where w >= Q(0)). Where w is below what no tau^2 can explain (residual
-        directions the sizes do not move, beta = 0), R is the end of the bracket just above that floor: the
-        sizes alone cannot explain such residuals, and no finite R can."""
+        """R with Q(R) = w for every w (0 where w >= Q(0)): started from Q tabulated on a log grid of t, then
+        Newton's method on 1/Q(t) - 1/w, which is concave and increasing in t (1/Q is a weighted harmonic mean of
+        the affine alpha_i + beta_i t), so a step from either side lands at or below the root and the next ones
+        climb to it quadratically. Where w is below what no tau^2 can explain (residual directions the sizes do
+        not move, beta = 0), R is the bound reach / (w - floor) at w just above that floor: the sizes alone
+        cannot explain such residuals, and no finite R can."""
         w = np.asarray(w, dtype=np.float64)
-        moved = self.beta > 1e-12 * max(float(self.beta.max(initial=0.0)), 1e-300)
+        beta_max = float(self.beta.max(initial=0.0))
+        moved = self.beta > 1e-12 * max(beta_max, 1e-300)
         with np.errstate(divide="ignore", invalid="ignore"):
             floor = float(np.nansum(self.weights[~moved] / self.alpha[~moved]))
         reach = float((self.weights[moved] / self.beta[moved]).sum())  # Q(t) <= floor + reach / t
         target = np.maximum(w, floor * (1.0 + 1e-12) + 1e-300)
-        low = np.zeros_like(target)
-        high = np.where(target < self.q, reach / np.maximum(target - floor, 1e-300), 0.0)
-        for _ in range(BISECTIONS):
-            middle = 0.5 * (low + high)
-            above = self._q_at(middle) > target
-            low, high = np.where(above, middle, low), np.where(above, high, middle)
-        return np.where(w >= self.q, 0.0, 0.5 * (low + high))
+        upper = reach / np.maximum(target - floor, 1e-300)
+        solvable = (w < self.q) & (target > floor * (1.0 + 1e-9))
+        if not solvable.any():
+            return np.where(w >= self.q, 0.0, upper)
+        table = np.geomspace(1e-9, 1e12, TABLE) / beta_max  # t where beta_max t runs from negligible to dominant
+        log_q = np.log(self._q_at(table))  # decreasing in t
+        t = np.exp(np.interp(-np.log(target), -log_q, np.log(table)))  # log-log interpolation: near the root
+        zero_floor = 0.0 if (self.alpha > 0).all() else 1e-300  # Q(0) infinite: stay above 0
+        for _ in range(NEWTON_STEPS):
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                terms = self.alpha[None, :] + t[:, None] * self.beta[None, :]
+                q = (self.weights[None, :] / terms).sum(axis=1)
+                slope = (self.weights[None, :] * self.beta[None, :] / terms**2).sum(axis=1) / q**2  # d(1/Q)/dt
+                step = np.where(solvable & (slope > 0), (1.0 / target - 1.0 / q) / slope, 0.0)
+            t = np.clip(t + step, zero_floor, upper)
+            if not np.any(np.abs(step) > 1e-12 * (t + 1.0 / beta_max)):  # 1 / beta_max: where t starts to matter
+                break
+        return np.where(w >= self.q, 0.0, np.where(solvable, t, upper))
 
     def _q_at(self, t: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore"):
@@ -98,7 +115,15 @@ class TauPivot:
 
     def grid(self, n: int = GRID) -> np.ndarray:
         """R at the n mid-quantiles of chi^2_m: a deterministic stand-in for its draws in analytic intervals."""
-        return self.solve(special.chdtri(self.dof, 1.0 - (np.arange(n) + 0.5) / n))
+        return self.solve(_chi2_grid(self.dof, n))
+
+
+@functools.cache
+def _chi2_grid(dof: int, n: int) -> np.ndarray:
+    """The n mid-quantiles of chi^2 on `dof` (computed once per dof and n)."""
+    grid = special.chdtri(dof, 1.0 - (np.arange(n) + 0.5) / n)
+    grid.setflags(write=False)
+    return grid
 
 
 def _whitener(matrix: np.ndarray) -> np.ndarray | None:
@@ -124,12 +149,13 @@ def variances(a: float, terms: Sequence[tuple[float, TauPivot]]) -> np.ndarray:
 
 def half_width(variance: np.ndarray, level: float) -> float:
     """h with the mixture of N(0, variance_g) over the grid giving P(|X| <= h) = level."""
-    sd = np.sqrt(np.clip(np.asarray(variance, dtype=np.float64), 0.0, None))
+    sd, count = np.unique(np.sqrt(np.clip(np.asarray(variance, dtype=np.float64), 0.0, None)), return_counts=True)
+    weight = count / count.sum()  # R = 0 (no scatter) is often most of the grid: one term for all of it
     z = float(special.ndtri(0.5 + level / 2.0))
     low, high = z * float(sd.min()), z * float(sd.max())
     if not high > low:
         return high
-    covered = lambda h: float(np.mean(special.ndtr(h / sd) - special.ndtr(-h / sd))) - level  # noqa: E731
+    covered = lambda h: 1.0 - 2.0 * float(weight @ special.ndtr(-h / sd)) - level  # noqa: E731
     return float(optimize.brentq(covered, low, high, xtol=1e-14 * high, rtol=1e-12))
 
 
