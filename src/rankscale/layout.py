@@ -202,7 +202,7 @@ class Layout:
     def figure(self, figure: str = "{figure}", ext: str = "{ext}") -> str:
         return f"{self.out}/figures/{figure}.{ext}"
 
-    def trajectories(self, family: str = "{family}", dataset: str = "{dataset}", ext: str = "npz") -> str:
+    def trajectories(self, family: str, dataset: str, ext: str) -> str:
         """A family x dataset's token trajectories (rankscale.trajectories): `npz` the counts, `json` their sidecar.
         Under the run: which models a family holds is this configuration's."""
         return f"{self.out}/trajectories/{family}/{dataset}.{ext}"

@@ -32,8 +32,8 @@ rule trajectories:
     input:
         unpack(trajectories_inputs),
     output:
-        counts=LAYOUT.trajectories(),
-        meta=LAYOUT.trajectories(ext="json"),
+        counts=LAYOUT.trajectories("{family}", "{dataset}", "npz"),
+        meta=LAYOUT.trajectories("{family}", "{dataset}", "json"),
     params:
         settings=trajectory_settings(config),
         code=CODE["trajectories"],

@@ -55,8 +55,10 @@ class TauPivot:
                 values, basis = np.linalg.eigh(by_b @ A @ by_b)
                 ones = np.ones(len(z))
                 return cls((basis.T @ by_b @ z) ** 2, np.clip(values, 0.0, None), ones)
-            scale = max(float(np.abs(B).max(initial=0.0)), 1e-300)  # both singular: documents nearly exact
-            by_a = _whitener(A + 1e-10 * scale * np.eye(len(A)))
+            # both singular (documents exact in some residual direction, runs of one size in another): a ridge of
+            # 1e-9 of their scale, which conditions A to well inside `_whitener`'s 1e-10
+            scale = max(float(np.abs(A).max(initial=0.0)) * len(A), float(np.abs(B).max(initial=0.0)), 1e-300)
+            by_a = _whitener(A + 1e-9 * scale * np.eye(len(A)))
             assert by_a is not None
         values, basis = np.linalg.eigh(by_a @ B @ by_a)
         return cls((basis.T @ by_a @ z) ** 2, np.ones(len(z)), np.clip(values, 0.0, None))

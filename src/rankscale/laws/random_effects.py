@@ -176,7 +176,7 @@ def lack_of_fit(
 
     Q = z^T (L^T V L)^-1 z with z = L^T y the residual-space coordinates (`residual_basis`). With V known, Q is
     chi^2_m. V is the covariance of a bootstrap over documents, itself estimated from them: with `documents_df`
-    = nu (the effective number of documents less one, `rankscale.summary.kish_documents`), L^T V L is taken as
+    = nu (the effective number of documents less one, `rankscale.bootstrap.kish_documents`), L^T V L is taken as
     Wishart on nu degrees of freedom, and Q is Hotelling's T^2: Q (nu - m + 1) / (nu m) ~ F(m, nu - m + 1)
     (Hotelling 1931; Anderson, An Introduction to Multivariate Statistical Analysis, 3rd ed., 5.2). chi^2 is
     its nu -> infinity limit; with nu <= m - 1 the documents cannot test the law (p is NaN)."""

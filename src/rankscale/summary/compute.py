@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from rankscale.bootstrap import replicate_totals, resample_counts
+from rankscale.bootstrap import kish_documents, replicate_totals, resample_counts
 from rankscale.conjecture import distribution_replicates, distribution_statistics, rank_sums
 from rankscale.identity import OWN_SHA
 from rankscale.lognormal import DegenerateRanks
@@ -152,15 +152,6 @@ def per_document(
 # bootstrap's percentile intervals of a model's metrics cover less than 93% of the time (benchmarks/few_documents.py,
 # docs/science.md "Few documents"), and a lack-of-fit test on them has little power.
 FEW_DOCUMENTS = 30.0
-
-
-def kish_documents(tokens: np.ndarray) -> float:
-    """Kish's effective number of documents, (sum n_d)^2 / sum n_d^2 over the resampled units' scored tokens n_d:
-    how many equally long documents a token-weighted mean is worth. pydoc's 27 documents (73 to 7,153 tokens
-    under the default ladder's tokenizer) are worth 6.6; a bootstrap covariance over them is that noisy."""
-    n = np.asarray(tokens, dtype=np.float64)
-    squares = float((n**2).sum())
-    return float(n.sum()) ** 2 / squares if squares > 0 else math.nan
 
 
 def target_bytes(target: np.ndarray, token_bytes: np.ndarray) -> np.ndarray:

@@ -107,7 +107,7 @@ class Summary:
     strata_k: list[int] = field(default_factory=list)  # the k of the strata's hits
     # a GGUF model's quantization type (e.g. 'Q4_1'): its ranks are those of the dequantized weights
     quantization: str | None = None
-    # Kish's effective number of documents (`rankscale.summary.kish_documents`): what a bootstrap over them is worth
+    # Kish's effective number of documents (`rankscale.bootstrap.kish_documents`): what a bootstrap over them is worth
     n_eff_documents: float = math.nan
 
     @property

@@ -140,15 +140,15 @@ def learning_rows(r: TrajectoryResult, g: int, kind: str, stratum: str, i: int, 
     base = {"family": r.family, "dataset": r.dataset, "kind": kind, "stratum": stratum, "k": r.ks[i]}
     rows = []
 
-    def add(quantity: str, num: Any, den: Any = tokens, size: str | None = None, S: int | None = None) -> None:
+    def add(quantity: str, num: Any, den: Any = tokens, size: str | None = None, model_S: int | None = None) -> None:
         value = ratio(r, num, den, level, "value")
-        rows.append({**base, "quantity": quantity, "size": size, "S": S, "value": value["value"],
+        rows.append({**base, "quantity": quantity, "size": size, "S": model_S, "value": value["value"],
                      "ci_low": value["value_ci_low"], "ci_high": value["value_ci_high"]})  # fmt: skip
 
     for j in range(m):
-        add("rbp", lambda c, j=j: c["rbp"][..., g, i, j], size=r.sizes[j], S=r.S[j])
-        add("kept_by", lambda c, j=j: sum(learned(c, q) for q in range(j + 1)), size=r.sizes[j], S=r.S[j])
-        add("learned_at", lambda c, j=j: learned(c, j), size=r.sizes[j], S=r.S[j])
+        add("rbp", lambda c, j=j: c["rbp"][..., g, i, j], size=r.sizes[j], model_S=r.S[j])
+        add("kept_by", lambda c, j=j: sum(learned(c, q) for q in range(j + 1)), size=r.sizes[j], model_S=r.S[j])
+        add("learned_at", lambda c, j=j: learned(c, j), size=r.sizes[j], model_S=r.S[j])
     add("always", lambda c: learned(c, 0))
     add("never", lambda c: learned(c, m))
     add("unstable", lambda c: learned(c, m + 1))

@@ -143,7 +143,7 @@ def token_slopes(ranks: np.ndarray, rows: Sequence[int], weights: np.ndarray) ->
     return out
 
 
-def permutations(n: int, count: int = PERMUTATIONS, seed: int = 0) -> list[np.ndarray]:
+def permutations(n: int, seed: int, count: int = PERMUTATIONS) -> list[np.ndarray]:
     """Up to `count` orders of n sizes least correlated with the true one, none with |correlation| above 0.5 (a
     permuted slope keeps that share of each token's true slope; none below 3 sizes: reversing two sizes only flips
     every slope's sign)."""
@@ -189,7 +189,7 @@ class Groups:
         return np.bincount(self.row, weights=x, minlength=self.n_rows)
 
 
-def per_document(aligned: Aligned, groups: Groups, ks: Sequence[int], seed: int = 0) -> dict[str, np.ndarray]:
+def per_document(aligned: Aligned, groups: Groups, ks: Sequence[int], seed: int) -> dict[str, np.ndarray]:
     """Every count of the analysis, per document (axis 0): the size axis averaged over chains, the pairs, the
     transitions and the slopes. Memory: the aligned ranks plus O(tokens) per count."""
     chains = size_chains(aligned.models)
@@ -238,7 +238,7 @@ def per_document(aligned: Aligned, groups: Groups, ks: Sequence[int], seed: int 
     return out
 
 
-def slope_counts(ranks: np.ndarray, chains: Chains, groups: Groups, seed: int = 0) -> dict[str, np.ndarray]:
+def slope_counts(ranks: np.ndarray, chains: Chains, groups: Groups, seed: int) -> dict[str, np.ndarray]:
     """Per document: the slopes' sums (`SLOPE_FIELDS`, averaged over chains; `seed_var`: each token's variance
     of its slope across chains), and per permutation of the sizes the sums of the permuted slopes and squares."""
     weights = slope_weights(chains.S)
@@ -258,7 +258,7 @@ def slope_counts(ranks: np.ndarray, chains: Chains, groups: Groups, seed: int = 
     fields /= n_chains
     if n_chains > 1:
         fields[:, SLOPE_FIELDS.index("seed_var")] = groups.all((total_sq - total * total / n_chains) / (n_chains - 1))
-    orders = permutations(m, seed=seed)
+    orders = permutations(m, seed)
     perm = np.zeros((groups.n_rows, len(orders), 2))
     for q, order in enumerate(orders):
         s = token_slopes(ranks, chains.rows[0], weights[order])

@@ -13,9 +13,8 @@ from typing import Any
 import numpy as np
 
 from rankscale.atomic import sha256_file, write_json, write_npz
-from rankscale.bootstrap import replicate_totals
+from rankscale.bootstrap import kish_documents, replicate_totals
 from rankscale.strata import Stratum
-from rankscale.summary import kish_documents
 from rankscale.trajectories.align import Aligned, TrackedModel
 from rankscale.trajectories.compute import (
     Groups,
@@ -61,7 +60,7 @@ class TrajectoryResult:
     notes: list[str]
     point: dict[str, np.ndarray] = field(repr=False)
     replicates: dict[str, np.ndarray] = field(repr=False)
-    # Kish's effective number of the resampled documents (`rankscale.summary.kish_documents`): the tables' intervals
+    # Kish's effective number of the resampled documents (`rankscale.bootstrap.kish_documents`): the tables' intervals
     # are Hesterberg's expanded percentiles for it, as every other document-level interval
     n_eff_documents: float = math.nan
 
@@ -114,7 +113,7 @@ def analyse(
         pairs=model_pairs(aligned.models),
         strata=strata,
         n_tokens=int(aligned.ranks.shape[1]),
-        n_permutations=len(permutations(len(chains.sizes))),
+        n_permutations=len(permutations(len(chains.sizes), bootstrap.seed)),
         quantiles={
             f"q{round(q * 100):02d}": v for q, v in zip(QUANTILES, slope_quantiles(aligned, QUANTILES), strict=True)
         },
