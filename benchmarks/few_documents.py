@@ -13,9 +13,15 @@ difficulty, gamma_d ~ N(0, 0.06^2) how much more (or less) the larger models gai
 model. This gives what pydoc gives the default ladder: documents' CE spread 0.3 nats, correlation 0.95-0.99 between
 models, bootstrap SD of log CE about 0.014. Each simulation runs the workflow's own code: per-document sums, the
 document bootstrap (`rankscale.bootstrap.replicate_totals`, B replicates), each model's CE and its interval
-(metrics.csv's expanded percentile on Kish's n_eff, and the plain percentile), the power law's size level (`rankscale.tables.noise.size_level_of`) with V taken as known (chi^2, as
-before) and with its degrees of freedom from Kish's n_eff (Hotelling's T^2), and the exponent's interval from the
-workflow's refits with the size level (`LawNoise`).
+(metrics.csv's expanded percentile on Kish's n_eff, and the plain percentile), the power law's size level
+(`rankscale.tables.noise.size_level_of`) with V taken as known (chi^2, as before), with its degrees of freedom from
+Kish's n_eff (Hotelling's T^2), and with Q and its null from the documents' own influence and lengths
+(`rankscale.laws.few_documents`: what the tables use under 30 effective documents), and the exponent's interval
+from the workflow's refits with the size level (`LawNoise`).
+
+`--noise documents` gives each document's CE a noise whose variance does not fall with its length (whole documents
+differ, eps_dm ~ N(0, 0.06^2)) in place of the tokens' (eps_dm ~ N(0, 0.6^2 / n_d)), the other end of what the test
+allows for.
 
     python benchmarks/few_documents.py [--sims 1000] [--replicates 1000] [--repeat 1 2 4 8]
 """
@@ -28,9 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankscale.bootstrap import interval, replicate_totals
+from rankscale.bootstrap import interval, kish_documents, replicate_totals
 from rankscale.laws import FORMS, Points
-from rankscale.summary import kish_documents
+from rankscale.laws.few_documents import Documents
 from rankscale.tables.noise import LawNoise, Noise, covariance_df, size_level_of
 
 SIZES = np.array([25_472, 77_568, 172_800, 473_088, 1_198_080, 3_159_552], dtype=np.float64)  # the ladder's S
@@ -49,6 +55,7 @@ class Result:
     n_eff: float
     chi2_rejects: float
     hotelling_rejects: float
+    documents_rejects: float  # the tables' test under FEW_DOCUMENTS effective documents (`laws.few_documents`)
     untestable: float  # Hotelling's F has no denominator df: too few documents to test
     tau_positive: float
     metric_coverage: float  # each model's CE interval (metrics.csv's: expanded percentile) covering c_m, all pooled
@@ -58,13 +65,14 @@ class Result:
 
     def line(self) -> str:
         return (f"{self.documents:4d} documents, n_eff {self.n_eff:6.1f}: lack of fit rejects {self.chi2_rejects:5.1f}% "
-                f"(chi^2) / {self.hotelling_rejects:5.1f}% (Hotelling; untestable {self.untestable:4.1f}%); tau^2 > 0 "
+                f"(chi^2) / {self.hotelling_rejects:5.1f}% (Hotelling; untestable {self.untestable:4.1f}%) / "
+                f"{self.documents_rejects:5.1f}% (from the documents); tau^2 > 0 "
                 f"{self.tau_positive:5.1f}%; CE interval covers {self.metric_coverage:5.1f}% (plain percentile "
                 f"{self.metric_plain:5.1f}%); exponent covers "
                 f"{self.exponent_coverage:5.1f}% (documents alone {self.exponent_documents:5.1f}%)")  # fmt: skip
 
 
-def simulate(counts: np.ndarray, sims: int, replicates: int, seed: int) -> Result:
+def simulate(counts: np.ndarray, sims: int, replicates: int, seed: int, noise: str = "tokens") -> Result:
     rng = np.random.default_rng(seed)
     form = FORMS["power_law"]
     points = Points.of(SIZES)
@@ -74,12 +82,16 @@ def simulate(counts: np.ndarray, sims: int, replicates: int, seed: int) -> Resul
     n_eff = kish_documents(n)
     nu = covariance_df([n_eff])
     units = np.arange(len(n))
-    tallies = dict.fromkeys(("chi2", "hotelling", "untestable", "tau", "metric", "plain", "exponent", "documents"), 0)
+    tallies = dict.fromkeys(
+        ("chi2", "hotelling", "from_documents", "untestable", "tau", "metric", "plain", "exponent", "documents"), 0
+    )
     for i in range(sims):
         delta = rng.normal(0.0, 0.25, len(n))[:, None]
         gamma = rng.normal(0.0, 0.06, len(n))[:, None] * t[None, :]
         eta = rng.normal(0.0, 2.5, len(n))[:, None] / np.sqrt(n)[:, None]
         eps = rng.normal(0.0, 0.6, (len(n), len(SIZES))) / np.sqrt(n)[:, None]
+        if noise == "documents":  # a document's own per-model noise, whatever its length
+            eps = rng.normal(0.0, 0.06, (len(n), len(SIZES)))
         ce = c[None, :] + delta + gamma + eta + eps  # [D, M] each document's mean CE
         sums = {"n": n, "ce": n[:, None] * ce}
         reps = replicate_totals(sums, units, len(n), replicates, seed, "few documents", str(i))
@@ -90,14 +102,17 @@ def simulate(counts: np.ndarray, sims: int, replicates: int, seed: int) -> Resul
             tallies[key] += int(((low <= c) & (c <= high)).sum())
         law = form.fit(points, y)
         groups = [str(s) for s in SIZES]
-        for name, df in (("chi2", math.inf), ("hotelling", nu)):
-            level = size_level_of(form, law, points, np.log(y), np.log(y_reps), groups, documents_df=df)
+        influence = sums["ce"] / sums["ce"].sum(axis=0)[None, :] - (n / n.sum())[:, None]  # d log CE per document
+        documents = Documents(influence, n)
+        for name, df, each in (("chi2", math.inf, None), ("hotelling", nu, None), ("from_documents", nu, documents)):
+            level = size_level_of(form, law, points, np.log(y), np.log(y_reps), groups, documents_df=df,
+                                  documents=each)  # fmt: skip
             if level is None:
                 continue
             if name == "chi2":
                 tallies["tau"] += int(level.tau2 > 0)
             if np.isnan(level.q_p):
-                tallies["untestable"] += 1
+                tallies["untestable"] += int(name == "hotelling")
             else:
                 tallies[name] += int(level.q_p < 0.05)
         honest = LawNoise.of(form, law, points, y, y_reps, Noise(groups, None, seed, nu), ("few", str(i)))
@@ -106,7 +121,7 @@ def simulate(counts: np.ndarray, sims: int, replicates: int, seed: int) -> Resul
             lo, hi = interval(refits["alpha"], LEVEL, float(law.row()["alpha"]))
             tallies[key] += int(lo <= ALPHA <= hi)
     pct = lambda k, total=sims: 100.0 * tallies[k] / total  # noqa: E731
-    return Result(len(n), n_eff, pct("chi2"), pct("hotelling"), pct("untestable"), pct("tau"),
+    return Result(len(n), n_eff, pct("chi2"), pct("hotelling"), pct("from_documents"), pct("untestable"), pct("tau"),
                   pct("metric", sims * len(SIZES)), pct("plain", sims * len(SIZES)), pct("exponent"),
                   pct("documents"))  # fmt: skip
 
@@ -117,10 +132,12 @@ def main() -> None:
     parser.add_argument("--replicates", type=int, default=1000)
     parser.add_argument("--repeat", type=int, nargs="+", default=[1, 2, 4, 8], help="pydoc's counts repeated R times")
     parser.add_argument("--seed", type=int, default=20261127)
+    parser.add_argument("--noise", choices=["tokens", "documents"], default="tokens")
     args = parser.parse_args()
-    print(f"{args.sims} simulations per row, B = {args.replicates}, alpha = {ALPHA}, no size scatter (the null)")
+    print(f"{args.sims} simulations per row, B = {args.replicates}, alpha = {ALPHA}, no size scatter (the null), "
+          f"{args.noise}' noise")  # fmt: skip
     for r in args.repeat:
-        print(simulate(np.tile(PYDOC, r), args.sims, args.replicates, args.seed + r).line(), flush=True)
+        print(simulate(np.tile(PYDOC, r), args.sims, args.replicates, args.seed + r, args.noise).line(), flush=True)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankscale.bootstrap import interval, p_value, replicate_totals, resample_counts, spread_to_noise
+from rankscale.bootstrap import (
+    interval,
+    interval_mc_error,
+    p_value,
+    replicate_totals,
+    resample_counts,
+    spread_to_noise,
+)
 from rankscale.laws import FORMS, Points, PowerLaw, compare_forms, fit_power_law
 from rankscale.plots.common import FigureData
 from rankscale.plots.extrapolation import fig_extrapolation
@@ -67,6 +74,23 @@ def test_interval_p_value_and_snr() -> None:
     assert p_value(np.random.default_rng(0).normal(3, 1, 4000)) < 0.01
     assert p_value(np.full(999, 2.0)) == pytest.approx(2 / 1000)
     assert spread_to_noise([1.0, 2.0, 4.0], [np.full(10, 1.0) + 0.01 * np.arange(10)] * 3) > 10
+
+
+@pytest.mark.parametrize("replicates", [200, 1000])
+def test_interval_mc_error_is_the_ends_own_spread(replicates: int) -> None:
+    """Against brute force: draw B replicates 2000 times from a skewed law (lognormal: its upper end's error is the
+    larger every time) and compare the SD of the upper percentile end, over the draws, with the mean estimate."""
+    rng = np.random.default_rng(replicates)
+    ends, estimates = [], []
+    for _ in range(2000):
+        values = rng.lognormal(0.0, 0.8, replicates)
+        ends.append(interval(values, 0.95))
+        estimates.append(interval_mc_error(values, 0.95))
+    ends_array = np.array(ends)
+    truth = ends_array[:, 1].std() / (ends_array[:, 1] - ends_array[:, 0]).mean()
+    assert np.mean(estimates) == pytest.approx(truth, rel=0.1)
+    assert 0.14 < truth < 0.18 if replicates == 200 else 0.06 < truth < 0.08  # 200 replicates: ~a sixth of a width
+    assert math.isnan(interval_mc_error(np.ones(50), 0.95)) and math.isnan(interval_mc_error(np.array([1.0]), 0.95))
 
 
 def simulate_documents(

@@ -11,17 +11,19 @@ from pathlib import Path
 
 from rankscale.logs import setup_logging
 from rankscale.report.pages import write_page
-from rankscale.summary import SummaryPaths, load_replicates, read_summary
+from rankscale.summary import SummaryPaths, load_replicates, load_unit_totals, read_summary
 from rankscale.tables import Replicates, TableSettings, build_table, read_table, write_table
 from rankscale.trajectories import load
 
 log = setup_logging(snakemake.log[0])
 summaries = [read_summary(path) for path in snakemake.input.summaries]
 tables = {Path(path).stem: read_table(path) for path in snakemake.input.tables}
+paths = [SummaryPaths.beside(p) for p in snakemake.input.summaries]
 replicates = (
     Replicates(
         summaries,
-        [load_replicates(s, SummaryPaths.beside(p)) for s, p in zip(summaries, snakemake.input.summaries, strict=True)],
+        [load_replicates(s, p) for s, p in zip(summaries, paths, strict=True)],
+        [load_unit_totals(s, p) for s, p in zip(summaries, paths, strict=True)],  # few documents' lack of fit
     )
     if snakemake.input.replicates
     else None

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize, special  # special, not stats: scipy.stats costs every table job ~0.2 s to import
 
+from rankscale.laws.few_documents import Documents, few_documents_test
 from rankscale.laws.form import FitForm, FittedLaw, Points
 from rankscale.laws.pivot import TauPivot, equivalent_df, half_width, variances
 
@@ -169,7 +170,7 @@ def reml_tau2(X: np.ndarray, y: np.ndarray, V: np.ndarray, K: np.ndarray) -> flo
 
 
 def lack_of_fit(
-    X: np.ndarray, y: np.ndarray, V: np.ndarray, documents_df: float = math.inf
+    X: np.ndarray, y: np.ndarray, V: np.ndarray, documents_df: float = math.inf, documents: Documents | None = None
 ) -> tuple[float, int, float]:
     """Q = r^T V^-1 r for the GLS residuals with documents (and seeds) as the only noise, on m = M - p degrees of
     freedom, and its p-value.
@@ -179,12 +180,17 @@ def lack_of_fit(
     = nu (the effective number of documents less one, `rankscale.bootstrap.kish_documents`), L^T V L is taken as
     Wishart on nu degrees of freedom, and Q is Hotelling's T^2: Q (nu - m + 1) / (nu m) ~ F(m, nu - m + 1)
     (Hotelling 1931; Anderson, An Introduction to Multivariate Statistical Analysis, 3rd ed., 5.2). chi^2 is
-    its nu -> infinity limit; with nu <= m - 1 the documents cannot test the law (p is NaN)."""
+    its nu -> infinity limit; with nu <= m - 1 the documents cannot test the law (p is NaN). With `documents`
+    (each resampling unit's influence on the points and its tokens: few documents), Q takes the documents' own
+    covariance and its null from them instead (`rankscale.laws.few_documents`)."""
     v_inv, _ = _chol_inverse(V)
     beta = np.linalg.solve(X.T @ v_inv @ X, X.T @ v_inv @ y)
     r = y - X @ beta
     q = float(r @ v_inv @ r)
     dof = len(y) - X.shape[1]
+    if documents is not None and dof > 0:
+        q_documents, p = few_documents_test(residual_basis(X), y, documents)
+        return q_documents, dof, p
     return q, dof, hotelling_p(q, dof, documents_df)
 
 
@@ -212,17 +218,24 @@ def leaves_residual(X: np.ndarray, y: np.ndarray) -> bool:
 
 
 def fit_size_level(
-    X: np.ndarray, y: np.ndarray, V: np.ndarray, K: np.ndarray, contrast: np.ndarray, documents_df: float = math.inf
+    X: np.ndarray,
+    y: np.ndarray,
+    V: np.ndarray,
+    K: np.ndarray,
+    contrast: np.ndarray,
+    documents_df: float = math.inf,
+    documents: Documents | None = None,
 ) -> SizeLevel | None:
     """tau^2, Q and the degrees of freedom of `contrast`^T beta; None where the points leave no residual degrees
     of freedom (as many points as parameters): the scatter of the sizes cannot be told from the law there.
-    `documents_df`: the degrees of freedom of V, a bootstrap over documents (`lack_of_fit`)."""
+    `documents_df`: the degrees of freedom of V, a bootstrap over documents; `documents`: the units' influence on y
+    and tokens, where few documents test the law (`lack_of_fit`)."""
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if not leaves_residual(X, y):
         return None
     tau2 = reml_tau2(X, y, V, K)
     information = reml_information(tau2, X, V, K)
-    q, q_df, q_p = lack_of_fit(X, y, V, documents_df)
+    q, q_df, q_p = lack_of_fit(X, y, V, documents_df, documents)
     pivot = TauPivot.of(residual_basis(X), y, V, K)
     hc = ols_map(X).T @ np.asarray(contrast, dtype=np.float64)
     a, b = float(hc @ V @ hc), float(hc @ K @ hc)
@@ -247,11 +260,18 @@ class SizeDraws:
     new: np.ndarray  # [B] sqrt(g_b) u_new
 
     @classmethod
-    def of(cls, level: SizeLevel, K: np.ndarray, replicates: int, rng: np.random.Generator) -> SizeDraws:
+    def of(cls, level: SizeLevel, K: np.ndarray, replicates: int, rng: np.random.Generator,
+           paired: tuple[float, np.random.Generator] | None = None) -> SizeDraws:  # fmt: skip
+        """`paired` = (rho, fresh): the normals `rng` gives (the same as another law's of the same stream) mixed
+        with fresh ones, rho z + sqrt(1 - rho^2) z', so this law's size deviations correlate rho with that law's
+        (`rankscale.laws.paired`); without it, or at rho = 1, they are that law's normals."""
         if level.parts:  # several components: deviations ~ N(0, sum_i tau_i^2 K_i), a new point gets every one
             return cls.of_components(level, replicates, rng)
         labels, index = np.unique(K.argmax(axis=1), return_inverse=True)  # each point's size (its group's first)
         z = rng.standard_normal((replicates, len(labels) + 1))
+        if paired is not None and paired[0] != 1.0:
+            rho, fresh = paired
+            z = rho * z + np.sqrt(max(1.0 - rho * rho, 0.0)) * fresh.standard_normal(z.shape)
         tau = np.sqrt(
             level.pivot.draws(replicates, rng) if level.pivot is not None else np.full(replicates, level.tau2)
         )

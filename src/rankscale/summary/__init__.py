@@ -20,6 +20,7 @@ from rankscale.summary.types import (
     SummaryPaths,
     load_histogram,
     load_replicates,
+    load_unit_totals,
     read_summary,
     write_summary,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "kish_documents",
     "load_histogram",
     "load_replicates",
+    "load_unit_totals",
     "per_document",
     "rank_tests",
     "read_summary",

@@ -150,7 +150,8 @@ def per_document(
 
 # Below this many effective documents a dataset is marked `few_documents` in metrics.csv: there the document
 # bootstrap's percentile intervals of a model's metrics cover less than 93% of the time (benchmarks/few_documents.py,
-# docs/science.md "Few documents"), and a lack-of-fit test on them has little power.
+# docs/science.md "Few documents"), and a law's lack of fit is tested from the documents themselves
+# (`rankscale.laws.few_documents`): Hotelling's T^2 on Kish's n_eff - 1 rejects no exact law at pydoc's 6.6.
 FEW_DOCUMENTS = 30.0
 
 

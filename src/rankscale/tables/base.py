@@ -15,7 +15,7 @@ import pandas as pd
 from rankscale.bootstrap import interval
 from rankscale.laws import FORMS, FitForm, FittedLaw
 from rankscale.metrics import METRICS
-from rankscale.statistics import Totals, stratum_totals
+from rankscale.statistics import TOKENS, Totals, stratum_totals
 from rankscale.summary import Summary
 
 INTEGER_COLUMNS = ("k", "D", "versus_k")  # integers that may be missing (a metric without k, a model without D)
@@ -63,16 +63,49 @@ class TableSettings:
 class Replicates:
     """Bootstrap replicates of every model x dataset: replicate totals, and metric values from them."""
 
-    def __init__(self, summaries: Sequence[Summary], totals: Sequence[Totals]) -> None:
+    def __init__(self, summaries: Sequence[Summary], totals: Sequence[Totals],
+                 units: Sequence[Totals] | None = None) -> None:  # fmt: skip
         self._k = {s.key: list(s.k) for s in summaries}
         self._strata_k = {s.key: list(s.strata_k) for s in summaries}
         self.totals = {s.key: t for s, t in zip(summaries, totals, strict=True)}
+        # every statistic per resampling unit [U, ...] (`rankscale.summary.load_unit_totals`), where loaded
+        self.units = {s.key: u for s, u in zip(summaries, units, strict=True)} if units is not None else {}
         self.metric = cache(self._metric)
 
     def _metric(self, model: str, dataset: str, name: str, stratum: int | None = None) -> np.ndarray:
         """Replicate values [B, K] (per-k metrics) or [B]; of one stratum's tokens (at the strata k) if given."""
         totals = self.totals[(model, dataset)]
         return METRICS[name].compute(totals if stratum is None else stratum_totals(totals, stratum))
+
+    def influence(self, model: str, dataset: str, name: str, k: int | None = None,
+                  stratum: int | None = None) -> np.ndarray | None:  # fmt: skip
+        """[U] each resampling unit's influence on log of the metric's law quantity (`Metric.to_law`: -log RBP_k,
+        CE): d log q(T + e t_u) / de at 0, T the totals and t_u the unit's. A replicate that draws unit u k_u times
+        moves log q by about sum_u (k_u - 1) a_u, so these are the documents' own deviations, from which a
+        covariance over few documents can be taken from them (`rankscale.laws.few_documents`).
+        Central differences; None without unit totals, or for a metric of the rank histogram (no unit sums)."""
+        units = self.units.get((model, dataset))
+        metric = METRICS[name]
+        if units is None or not metric.statistics:
+            return None
+        totals = {key: np.asarray(units[key]).sum(axis=0) for key in units}
+        size = len(next(iter(units.values())))
+        step = 1e-4
+        shifted = Totals({key: np.concatenate([totals[key][None] + step * np.asarray(units[key]),
+                                               totals[key][None] - step * np.asarray(units[key])]) for key in units})  # fmt: skip
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = metric.compute(shifted if stratum is None else stratum_totals(shifted, stratum))
+            if k is not None:
+                grid = self._k if stratum is None else self._strata_k
+                values = values[:, grid[(model, dataset)].index(int(k))]
+            logs = np.log(metric.to_law(values))
+        return (logs[:size] - logs[size:]) / (2.0 * step)
+
+    def unit_tokens(self, model: str, dataset: str, stratum: int | None = None) -> np.ndarray:
+        """[U] each resampling unit's scored tokens (of one stratum's where given)."""
+        units = self.units[(model, dataset)]
+        tokens = units[TOKENS] if stratum is None else stratum_totals(units, stratum)[TOKENS]
+        return np.asarray(tokens, dtype=np.float64)
 
     def at(self, model: str, dataset: str, name: str, k: int | None = None, stratum: int | None = None) -> np.ndarray:
         """Replicate values [B] of one metric (at k), of all tokens or of one stratum's (`Summary.strata_columns` index)."""
@@ -213,3 +246,9 @@ def with_intervals(value: float, samples: np.ndarray, level: float, name: str,
     `n_eff` effective documents where it is one model's: `rankscale.bootstrap.expanded_level`)."""
     low, high = interval(samples, level, value, n_eff=n_eff)
     return {name: value, f"{name}_ci_low": float(low), f"{name}_ci_high": float(high)}
+
+
+def largest(errors: Sequence[float]) -> float:
+    """The largest of some intervals' Monte Carlo errors (`rankscale.bootstrap.interval_mc_error`), NaN if none."""
+    finite = [e for e in errors if np.isfinite(e)]
+    return max(finite) if finite else math.nan

@@ -10,13 +10,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rankscale.bootstrap import interval_mc_error
 from rankscale.laws import ols
 from rankscale.metrics import METRICS
 from rankscale.rankdist import FAMILIES, bound_note
 from rankscale.report import sections
 from rankscale.statistics import TOKENS
 from rankscale.summary import RankTest, Summary
-from rankscale.tables.base import Replicates, Table, optional_columns, with_intervals
+from rankscale.tables.base import Replicates, Table, largest, optional_columns, with_intervals
 from rankscale.tables.noise import covariance_df, line_with_sizes
 
 LOGNORMAL = "lognormal"  # the rank test entry of the lognormal itself (the others are its alternatives)
@@ -54,11 +55,12 @@ def conjecture_table(summaries: Iterable[Summary], replicates: Replicates, level
         row: dict[str, Any] = s.columns()
         ce = float(METRICS["ce"].compute(s.totals()))
         row.update(with_intervals(ce, replicates.at(s.model, s.dataset, "ce"), level, "ce", s.n_eff_documents))
+        errors = []
         for name, value in s.distribution.values().items():
             row.update(with_intervals(value, totals[name], level, name, s.n_eff_documents))
-        rows.append(
-            {**row, "replicates": s.distribution_replicates, "truncated": s.truncated, "note": s.distribution.note}
-        )
+            errors.append(interval_mc_error(totals[name], level, s.n_eff_documents))
+        rows.append({**row, "replicates": s.distribution_replicates, "ci_mc_error": largest(errors),
+                     "truncated": s.truncated, "note": s.distribution.note})  # fmt: skip
     return pd.DataFrame(rows).sort_values(["family", "dataset", "S"], kind="stable").reset_index(drop=True)
 
 
@@ -112,6 +114,7 @@ def rank_tests_table(summaries: Iterable[Summary], replicates: Replicates, level
                     "loglik_alternative": test.loglik,
                     "alternative_params": " ".join(f"{v:.6g}" for v in params),
                     **with_intervals(test.mean_llr, samples, level, "mean_llr", s.n_eff_documents),
+                    "mean_llr_ci_mc_error": interval_mc_error(samples, level, s.n_eff_documents),
                     "z": test.z,
                     "p_value": test.p_value,
                     "better": verdict,
@@ -167,6 +170,7 @@ def lognormal_trends_table(
             fit, reps = ols(x, y[None, :].astype(np.float64)), ols(x, samples)
             for p in ("slope", "intercept", "r2"):
                 row.update(with_intervals(float(fit[p][0]), reps[p], level, p))
+            row["ci_mc_error"] = largest([interval_mc_error(reps[p], level) for p in ("slope", "intercept", "r2")])
             if size_level is not None:
                 row.update(tau2=size_level.tau2, lof_q=size_level.q, lof_df=size_level.q_df, lof_p=size_level.q_p,
                            df=size_level.df if np.isfinite(size_level.df) else math.nan)  # fmt: skip
@@ -214,7 +218,9 @@ TABLES = [
             "``ee_lognormal`` (the CE it predicts), ``neg_log_p1_lognormal`` (the -log RBP_1 it predicts), "
             "-log RBP_k at the ``analysis.law_k``, and the paper's closed-form approximation "
             "``ce_appendix_b`` / ``neg_log_p1_appendix_b``. Intervals: document bootstrap with ``replicates`` "
-            "replicates (``analysis.lognormal.replicates``: every one refits the lognormal). Where the lognormal is at "
+            "replicates (``analysis.lognormal.replicates``: every one refits the lognormal); ``ci_mc_error``: the "
+            "largest Monte Carlo standard error of the row's interval ends, as a share of that interval's width "
+            "(how far another draw of as many replicates would move them). Where the lognormal is at "
             "a bound of its optimizer (or cannot be fitted), mu, sigma and everything derived from the fit are empty, "
             "values and intervals, and ``note`` says why; the measured quantities stay."
         ),
@@ -231,7 +237,8 @@ TABLES = [
             "``zipf``, a discrete stretched exponential ``stretched_exp``, a discrete truncated "
             "``loglogistic``): log-likelihood per token, Vuong's normalised log-likelihood-ratio test (``z`` > 0 "
             "favours the lognormal; two-sided ``p_value``), and, since tokens of one document are not "
-            "independent, the document-bootstrap interval of the mean log-likelihood ratio. ``better``: which "
+            "independent, the document-bootstrap interval of the mean log-likelihood ratio (``mean_llr_ci_mc_error``: "
+            "the Monte Carlo standard error of its ends as a share of its width). ``better``: which "
             "one the test prefers at the interval level, or inconclusive. A fit with a parameter at its "
             "optimizer's bound shows it as nan in ``alternative_params``; ``note`` (the last column) says which "
             "fit has which parameter at which bound: the row then compares the limits the fits ran to, not "
@@ -250,7 +257,8 @@ TABLES = [
             "on every bootstrap replicate, which carry the sizes' scatter around the line too (``tau2``, in the "
             "quantity's units, by REML with the replicates' full covariance; ``lof_q``, ``lof_df``, ``lof_p``: "
             "lack of fit against documents alone; ``df``: the interval as Student's t; as in "
-            "powerlaw_fits.csv). Models without an identified lognormal (a parameter at a bound, or "
+            "powerlaw_fits.csv; ``ci_mc_error``: the largest Monte Carlo standard error of the three intervals' ends "
+            "as a share of the interval's width). Models without an identified lognormal (a parameter at a bound, or "
             "none fitted) are left out, and ``note`` names them; ``n_models`` counts the models fitted. Fewer "
             "than two sizes left: a note row."
         ),

@@ -16,8 +16,9 @@ import pandas as pd
 
 from rankscale.bootstrap import interval, p_value
 from rankscale.laws import FitForm, FittedLaw, Points
+from rankscale.laws.few_documents import Documents
 from rankscale.tables.base import Replicates
-from rankscale.tables.noise import LawNoise, Noise, law_noise
+from rankscale.tables.noise import LawNoise, Noise, law_noise, size_correlation_of
 from rankscale.tables.selection import size_note
 
 GROUP = ["family", "dataset", "metric", "k"]  # one law per group of the metrics table
@@ -94,23 +95,29 @@ def exponent_contrast(
     noise: Noise,
     keys: Sequence[str],
     refits: int,
+    documents: tuple[Documents | None, Documents | None] = (None, None),
 ) -> ExponentContrast:
     """The difference of two laws' exponents over the same models, paired replicate by replicate.
 
     Where log y is linear in the parameters (the power law) the difference of two OLS exponents is the exponent
     of the law of y_a / y_b, so the contrast is that law, with its own document covariance (of the replicate-by-
-    replicate ratios, not the sum of the two), its own tau^2 and lack of fit. Other forms refit each law on its
-    own replicates with the size level, both drawn from one stream (size deviations shared in sign and scale)."""
+    replicate ratios, not the sum of the two), its own tau^2 and lack of fit (`documents`: each law's units', where
+    few documents test a law from them, `Noise.documents`). Other forms refit each law on its
+    own replicates with the size level, their size deviations correlated as REML estimates in the two laws' joint
+    residual space (`rankscale.laws.paired`: shared draws would leave the contrast about (tau_a - tau_b)^2)."""
     assert form.exponent is not None
     exponent = form.exponent
     point = float(laws[0].row()[exponent]) - float(laws[1].row()[exponent])
     if form.log_linear:
         ratio, ratio_reps = y[0] / y[1], document_reps[0] / document_reps[1]
         law = form.fit(points, ratio)
-        honest = LawNoise.of(form, law, points, ratio, ratio_reps, noise, keys)
+        ratio_documents = None if documents[0] is None or documents[1] is None else documents[0].minus(documents[1])
+        honest = LawNoise.of(form, law, points, ratio, ratio_reps, noise.with_documents(ratio_documents), keys)
         return ExponentContrast(point, form.fit_replicates(points, honest.replicates, law, refits)[exponent], honest)
-    each = [LawNoise.of(form, law, points, v, reps, noise, keys)
-            for law, v, reps in zip(laws, y, document_reps, strict=True)]  # fmt: skip
+    first, second = (LawNoise.of(form, law, points, v, reps, noise.with_documents(units), keys)
+                     for law, v, reps, units in zip(laws, y, document_reps, documents, strict=True))  # fmt: skip
+    rho = size_correlation_of(form, laws, points, y, document_reps, (first, second))
+    each = (first, second.drawn(y[1], keys, rho))
     refitted = [n.refit(form, law, points, refits)[exponent] for n, law in zip(each, laws, strict=True)]
     return ExponentContrast(point, refitted[0] - refitted[1], each[0])
 

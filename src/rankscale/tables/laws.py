@@ -20,7 +20,7 @@ from rankscale.metrics import METRICS
 from rankscale.report.sections import LAWS
 from rankscale.tables.base import Replicates, Table, law_parameters, rows_frame, typed
 from rankscale.tables.lawkit import GROUP, LAW_SETTINGS, exponent_contrast, fit_or_note
-from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_replicates
+from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_documents, law_replicates
 from rankscale.tables.selection import FitIndex, LawKey, finals, note_last, select, size_note
 
 
@@ -59,7 +59,7 @@ def fits_table(
             out = {f"{p}_ci_{side}": math.nan for p in form.columns for side in ("low", "high")}
             document_reps = law_replicates(group, replicates)
             out["snr"] = spread_to_noise(y, list(document_reps.T)) if np.all(y > 0) else math.nan
-            noise = Noise.of(group, len(document_reps), seed)
+            noise = Noise.of(group, len(document_reps), seed).with_documents(law_documents(group, replicates))
             label = noise.label
             if law is not None:
                 honest = LawNoise.of(form, law, points, y, document_reps, noise, (family, dataset))
@@ -163,7 +163,9 @@ def _contrast(
     sizes = Points.of(group_a["S"].to_numpy())
     ys = tuple(METRICS[g["metric"].iloc[0]].to_law(g["value"].to_numpy(dtype=np.float64)) for g in (group_a, group_b))
     keys = (first.family, first.dataset)
-    contrast = exponent_contrast(form, sizes, (fit_a.law, fit_b.law), ys, (reps_a[:n], reps_b[:n]), noise, keys, refits)
+    documents = (law_documents(group_a, replicates), law_documents(group_b, replicates))
+    contrast = exponent_contrast(form, sizes, (fit_a.law, fit_b.law), ys, (reps_a[:n], reps_b[:n]), noise, keys, refits,
+                                 documents)  # fmt: skip
     return {
         "metric": first.law,
         "k": first.k,

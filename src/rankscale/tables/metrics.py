@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.bootstrap import interval
+from rankscale.bootstrap import interval, interval_mc_error
 from rankscale.metrics import METRICS
 from rankscale.report.sections import LAWS
 from rankscale.summary import FEW_DOCUMENTS, Summary
@@ -30,11 +30,15 @@ def metrics_table(summaries: Iterable[Summary], replicates: Replicates | None, l
             if replicates is not None:
                 reps = replicates.metric(s.model, s.dataset, metric.name).reshape(-1, len(ks))
                 low, high = interval(reps, level, values, n_eff=s.n_eff_documents)  # expanded: few documents
+                mc = [interval_mc_error(reps[:, j], level, s.n_eff_documents) for j in range(len(ks))]
+                counts = np.isfinite(reps).sum(axis=0)
             else:
                 low = high = np.full(len(ks), math.nan)
-            for k, v, lo, hi in zip(ks, values, low, high, strict=True):
+                mc, counts = [math.nan] * len(ks), np.zeros(len(ks), dtype=int)
+            for k, v, lo, hi, error, count in zip(ks, values, low, high, mc, counts, strict=True):
                 rows.append({**base, "few_documents": bool(s.n_eff_documents < FEW_DOCUMENTS), "metric": metric.name,
-                             "k": k, "value": float(v), "ci_low": lo, "ci_high": hi,
+                             "k": k, "value": float(v), "ci_low": lo, "ci_high": hi, "ci_mc_error": error,
+                             "replicates": int(count),
                              "quantization": s.quantization})  # fmt: skip
     df = optional_columns(typed(pd.DataFrame(rows)), "quantization")  # only where some model is a GGUF's
     return df.sort_values(["family", "dataset", "metric", "k", "S", "D"], kind="stable").reset_index(drop=True)
@@ -55,11 +59,14 @@ TABLES = [
             "non-embedding parameters; n_tokens the number of scored tokens, n_documents their documents and "
             "n_eff_documents Kish's effective number of them, (sum n_d)^2 / sum n_d^2; ``few_documents``: under "
             f"{FEW_DOCUMENTS:g} effective documents, where the intervals rest on their small-sample correction and a "
-            "law's lack-of-fit test has little power. ``ci_low``, ``ci_high``: percentile interval "
+            "law's lack of fit is tested from the documents themselves. ``ci_low``, ``ci_high``: percentile interval "
             "(``analysis.bootstrap.level``) of a bootstrap over documents (tokens of one document are correlated, "
             "so documents, not tokens, are resampled), expanded for n_eff_documents (Hesterberg's expanded "
             "percentile: the percentiles whose Normal quantile is sqrt(n / (n - 1)) t_(n - 1); 95% -> 95.4% at "
-            "n = 100, 99.3% at n = 6.6). ``quantization`` (where "
+            "n = 100, 99.3% at n = 6.6), from ``replicates`` bootstrap replicates (``analysis.bootstrap.replicates``; "
+            "the rank histogram's metrics, ee to the lognormal's, ``analysis.lognormal.replicates``); ``ci_mc_error``: "
+            "the Monte Carlo standard error of the interval's ends as a share of its width (the larger end's), how "
+            "far another draw of as many replicates would move them. ``quantization`` (where "
             "some model is a GGUF file's): its quantization type (e.g. Q4_1; its ranks are those of the dequantized "
             "weights), empty for the other models."
         ),

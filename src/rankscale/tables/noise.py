@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -18,7 +18,9 @@ import pandas as pd
 from rankscale.bootstrap import EXPANSION_LEVEL, expansion, has_replicas, seed_draws, seed_sequence, with_seed_noise
 from rankscale.laws import FitForm, FittedLaw, Points
 from rankscale.laws.components import fit_components
+from rankscale.laws.few_documents import Documents
 from rankscale.laws.form import Replicates as Refitted
+from rankscale.laws.paired import size_correlation
 from rankscale.laws.random_effects import (
     SizeDraws,
     SizeLevel,
@@ -30,6 +32,7 @@ from rankscale.laws.random_effects import (
     with_size_level,
 )
 from rankscale.metrics import METRICS
+from rankscale.summary import FEW_DOCUMENTS
 from rankscale.tables.base import Replicates
 from rankscale.tables.selection import optional_int
 
@@ -45,6 +48,9 @@ class Noise:
     # degrees of freedom of the document covariance: the fewest effective documents of the points, less one
     # (`covariance_df`); inf where the rows do not say (a covariance taken as known)
     documents_df: float = math.inf
+    # each resampling unit's influence on log y and its tokens, where few documents test the law from them
+    # (`law_documents`, `rankscale.laws.few_documents`); None: Hotelling's T^2 on `documents_df`
+    documents: Documents | None = None
 
     @classmethod
     def of(cls, group: pd.DataFrame, replicates: int, seed: int | None) -> Noise:
@@ -59,6 +65,11 @@ class Noise:
     @property
     def label(self) -> str:
         return "documents" if self.draws is None else "documents+seeds"
+
+    def with_documents(self, documents: Documents | None) -> Noise:
+        """This noise with the units' influence on a law's points (`law_documents`), unless seeds add a level the
+        documents' influence does not see."""
+        return replace(self, documents=documents if self.draws is None else None)
 
     def apply(self, values: np.ndarray) -> np.ndarray:
         """Replicates [B, points] of the fitted quantity, with the seed level added where there is one."""
@@ -150,14 +161,26 @@ class LawNoise:
         with np.errstate(divide="ignore", invalid="ignore"):
             reps = noise.apply(document_reps)
             log_reps, log_y = np.log(reps), np.log(np.asarray(y, dtype=np.float64))
-        level = size_level_of(form, law, points, log_y, log_reps, noise.groups, kinds, noise.documents_df)
+        level = size_level_of(form, law, points, log_y, log_reps, noise.groups, kinds, noise.documents_df,
+                              noise.documents)  # fmt: skip
         wide = noise.apply(noise.expand(y, document_reps))  # few documents: widened (`Noise.expand`)
         if level is None:
             return cls(noise, None, wide, wide, None)
-        rng = np.random.default_rng(seed_sequence(noise.seed or 0, *keys, "sizes"))
-        draws = SizeDraws.of(level, size_matrix(noise.groups), len(reps), rng)
+        return cls(noise, level, wide, wide, None).drawn(y, keys, 1.0)
+
+    def drawn(self, y: np.ndarray, keys: Sequence[str], correlation: float) -> LawNoise:
+        """This law's size level drawn from the stream `keys` names, its deviations correlated `correlation` with
+        those of another law of the same stream (1: the same normals; `rankscale.laws.paired`)."""
+        if self.size_level is None:
+            return self
+        seed = self.noise.seed or 0
+        rng = np.random.default_rng(seed_sequence(seed, *keys, "sizes"))
+        fresh = np.random.default_rng(seed_sequence(seed, *keys, "sizes", "paired"))
+        draws = SizeDraws.of(self.size_level, size_matrix(self.noise.groups), len(self.documents), rng,
+                             (correlation, fresh))  # fmt: skip
         with np.errstate(divide="ignore", invalid="ignore"):
-            return cls(noise, level, wide, np.exp(draws.apply(log_y, np.log(wide))), draws)
+            log_y = np.log(np.asarray(y, dtype=np.float64))
+            return replace(self, replicates=np.exp(draws.apply(log_y, np.log(self.documents))), draws=draws)
 
     @property
     def label(self) -> str:
@@ -213,11 +236,12 @@ SIZE_LEVEL_COLUMNS = ("tau2", "lof_q", "lof_df", "lof_p", "df")
 
 
 def size_level_of(form: FitForm, law: FittedLaw, points: Points, log_y: np.ndarray, log_reps: np.ndarray,
-                  groups: Sequence[str], kinds: Sequence[np.ndarray] = (),
-                  documents_df: float = math.inf) -> SizeLevel | None:  # fmt: skip
+                  groups: Sequence[str], kinds: Sequence[np.ndarray] = (), documents_df: float = math.inf,
+                  documents: Documents | None = None) -> SizeLevel | None:  # fmt: skip
     """tau^2 and the lack of fit of a law in log space (None where the points cannot show scatter: no more points
     than parameters, a point that is not positive, or too few finite replicates); with `kinds`, every component's;
-    `documents_df`: the degrees of freedom of the replicates' covariance (`Noise.documents_df`)."""
+    `documents_df`: the degrees of freedom of the replicates' covariance (`Noise.documents_df`); `documents`: the
+    units' influence and tokens (`Noise.documents`)."""
     if not np.all(np.isfinite(log_y)):
         return None
     X, names = log_design(form, law, points)
@@ -229,9 +253,49 @@ def size_level_of(form: FitForm, law: FittedLaw, points: Points, log_y: np.ndarr
         V = replicate_covariance(log_y, log_reps)
         if kinds:
             return fit_components(X, log_y, V, kinds, contrast, documents_df)
-        return fit_size_level(X, log_y, V, size_matrix(groups), contrast, documents_df)
+        return fit_size_level(X, log_y, V, size_matrix(groups), contrast, documents_df, documents)
     except (ValueError, np.linalg.LinAlgError):
         return None
+
+
+def size_correlation_of(form: FitForm, laws: tuple[FittedLaw, FittedLaw], points: Points,
+                        y: tuple[np.ndarray, np.ndarray], document_reps: tuple[np.ndarray, np.ndarray],
+                        each: tuple[LawNoise, LawNoise]) -> float:  # fmt: skip
+    """The correlation of two laws' size deviations over the same models (`rankscale.laws.paired`): REML with each
+    law's own tau^2, their designs linearised at the fits and the documents' (and seeds') joint covariance of the
+    paired replicates; 0 where either law has no size level or the covariance cannot be formed."""
+    levels = [n.size_level for n in each]
+    if any(level is None or level.parts for level in levels):
+        return 0.0
+    noise = each[0].noise
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_y = [np.log(np.asarray(v, dtype=np.float64)) for v in y]
+        log_reps = [np.log(noise.apply(r)) for r in document_reps]
+    try:
+        V = replicate_covariance(np.concatenate(log_y), np.concatenate(log_reps, axis=1))
+        designs = tuple(log_design(form, law, points)[0] for law in laws)
+        return size_correlation(designs, (log_y[0], log_y[1]), V, size_matrix(noise.groups),
+                                (levels[0].tau2, levels[1].tau2))  # fmt: skip
+    except (ValueError, np.linalg.LinAlgError):
+        return 0.0
+
+
+def law_documents(group: pd.DataFrame, replicates: Replicates) -> Documents | None:
+    """Each resampling unit's influence on log of the group's fitted quantity, [U, models] (`Replicates.influence`),
+    and its scored tokens (the first model's: a law's models score the same documents), where the group's fewest
+    effective documents are few (`FEW_DOCUMENTS`) and every model has unit totals; else None (Hotelling's T^2
+    tests the law)."""
+    if "n_eff_documents" not in group or not float(group["n_eff_documents"].min()) < FEW_DOCUMENTS:
+        return None
+    metric = group["metric"].iloc[0]
+    k = optional_int(group["k"].iloc[0])
+    strata = group["stratum_index"].tolist() if "stratum_index" in group else [None] * len(group)
+    columns = [replicates.influence(m, d, metric, k, s)
+               for m, d, s in zip(group["model"], group["dataset"], strata, strict=True)]  # fmt: skip
+    if any(c is None for c in columns) or len({len(c) for c in columns if c is not None}) != 1:
+        return None
+    tokens = replicates.unit_tokens(group["model"].iloc[0], group["dataset"].iloc[0], strata[0])
+    return Documents(np.stack([c for c in columns if c is not None], axis=1), tokens)
 
 
 def law_noise(group: pd.DataFrame, replicates: Replicates, form: FitForm, law: FittedLaw, points: Points,
@@ -242,7 +306,8 @@ def law_noise(group: pd.DataFrame, replicates: Replicates, form: FitForm, law: F
     metric = METRICS[group["metric"].iloc[0]]
     y = metric.to_law(group["value"].to_numpy(dtype=np.float64))
     keys = (str(group["family"].iloc[0]), str(group["dataset"].iloc[0]))
-    return LawNoise.of(form, law, points, y, reps, Noise.of(group, len(reps), seed), keys)
+    noise = Noise.of(group, len(reps), seed).with_documents(law_documents(group, replicates))
+    return LawNoise.of(form, law, points, y, reps, noise, keys)
 
 
 def line_with_sizes(

@@ -24,7 +24,7 @@ from rankscale.summary import MODEL_COLUMNS, Summary
 from rankscale.tables.base import Replicates, Table, rows_frame, typed
 from rankscale.tables.lawkit import LAW_SETTINGS, exponent_contrast, fit_or_note
 from rankscale.tables.laws import fits_columns, fits_table
-from rankscale.tables.noise import Noise, law_replicates
+from rankscale.tables.noise import Noise, law_documents, law_replicates
 from rankscale.tables.selection import finals, note_last, size_note
 
 STRATUM_METRICS = ("rbp", "ce")  # the metrics every stratum gets (RBP_k at the strata k)
@@ -161,7 +161,9 @@ def _contrast(
     noise = Noise.of(group, len(reps), seed)
     keys = (str(group["family"].iloc[0]), str(group["dataset"].iloc[0]))
     points = Points.of(group["S"].to_numpy(dtype=np.float64))
-    row = exponent_contrast(form, points, (law, law_ref), (y, y_ref), (reps, reps_ref), noise, keys, refits).row(level)
+    documents = (law_documents(group, replicates), law_documents(group_ref, replicates))
+    row = exponent_contrast(form, points, (law, law_ref), (y, y_ref), (reps, reps_ref), noise, keys, refits,
+                            documents).row(level)  # fmt: skip
     return {"alpha": float(law.row()[form.exponent]), "alpha_reference": float(law_ref.row()[form.exponent]),
             **{k: row[k] for k in ("difference", "ci_low", "ci_high", "p_value", "tau2", "noise")}, "note": ""}  # fmt: skip
 

@@ -1,0 +1,134 @@
+"""Coverage of the exponent contrast of two laws that are not log-linear (the offset power law), with the size
+deviations of the two laws correlated rho (docs/science.md, "Uncertainty"; `rankscale.laws.paired`).
+
+Synthetic pairs of laws over six sizes, log y_a = log(E_a + C_a S^-alpha_a) + u_a + e_a and the same for b, with
+document noise (e_a, e_b) ~ N(0, [[V, cV], [cV, V]]) (V the synthetic covariance of size_level_coverage.py, c the
+documents' correlation between the two laws) and size deviations (u_a, u_b) of SD tau each, correlated rho. Each
+simulation draws B paired document replicates and judges, through the tables' own code
+(`rankscale.tables.lawkit.exponent_contrast`), whether the contrast's interval holds alpha_a - alpha_b:
+
+- `estimated`: the size deviations correlated as REML estimates them (what the tables do);
+- `shared`: the same normals for both laws (rho = 1 whatever the data: what the tables did before);
+- `alone`: law a's own exponent interval (powerlaw_fits.csv's), the offset law's coverage without any contrast.
+
+    python benchmarks/contrast_coverage.py [--sims 500] [--tau 0.03] [--rho 0 0.5 0.9] [--refits 100]
+
+Prints per cell the coverage of both with its Monte Carlo standard error, the median width and the mean rho.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+from rankscale.bootstrap import interval
+from rankscale.laws import Points
+from rankscale.laws.power import OFFSET_POWER_LAW, OffsetPowerLaw
+from rankscale.tables import lawkit
+from rankscale.tables.noise import Noise
+
+SIZES = np.array([25_472, 77_568, 172_800, 473_088, 1_198_080, 3_159_552], dtype=np.float64)
+LAWS = ((1.0, 40.0, 0.30), (0.8, 30.0, 0.35))  # (E, C, alpha) of a and b: floors well inside their domain
+DOCUMENTS_CORRELATION = 0.7  # of one size's documents between the two laws
+LEVEL = 0.95
+
+
+def synthetic_covariance() -> np.ndarray:
+    """Document covariance of one law's log y: SDs 0.030 down to 0.010, correlation 0.95 between neighbours to 0.80."""
+    sd = np.linspace(0.03, 0.01, len(SIZES))
+    i = np.arange(len(SIZES))
+    corr = 0.95 - 0.03 * np.abs(i[:, None] - i[None, :])
+    np.fill_diagonal(corr, 1.0)
+    return corr * np.outer(sd, sd)
+
+
+@contextmanager
+def shared_draws() -> Iterator[None]:
+    """The tables' code with the size deviations shared (rho = 1), as before the correlation was estimated."""
+    estimated = lawkit.size_correlation_of
+    lawkit.size_correlation_of = lambda *args: 1.0  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        lawkit.size_correlation_of = estimated
+
+
+def simulate(tau: float, rho: float, sims: int, replicates: int, refits: int, seed: int) -> dict[str, float]:
+    rng = np.random.default_rng(seed)
+    V = synthetic_covariance()
+    joint = np.block([[V, DOCUMENTS_CORRELATION * V], [DOCUMENTS_CORRELATION * V, V]])
+    root = np.linalg.cholesky(joint)
+    points = Points.of(SIZES)
+    truth = [np.log(e + c * SIZES**-a) for e, c, a in LAWS]
+    target = LAWS[0][2] - LAWS[1][2]
+    hits = {"estimated": 0, "shared": 0}
+    widths: dict[str, list[float]] = {"estimated": [], "shared": []}
+    rhos, done, alone = [], 0, 0
+    for s in range(sims):
+        z = rng.standard_normal((2, len(SIZES)))
+        u = tau * np.stack([z[0], rho * z[0] + np.sqrt(1 - rho * rho) * z[1]])
+        e = root @ rng.standard_normal(2 * len(SIZES))
+        log_y = [truth[0] + u[0] + e[: len(SIZES)], truth[1] + u[1] + e[len(SIZES) :]]
+        noise_reps = rng.standard_normal((replicates, 2 * len(SIZES))) @ root.T
+        y = (np.exp(log_y[0]), np.exp(log_y[1]))
+        reps = (y[0] * np.exp(noise_reps[:, : len(SIZES)]), y[1] * np.exp(noise_reps[:, len(SIZES) :]))
+        try:
+            laws = (OffsetPowerLaw.fit(points, y[0]), OffsetPowerLaw.fit(points, y[1]))
+        except ValueError:
+            continue
+        noise = Noise([f"m{i}" for i in range(len(SIZES))], None, seed + s)
+        keys = ("family", f"sim{s}")
+        for name in hits:
+            if name == "shared":
+                with shared_draws():
+                    contrast = lawkit.exponent_contrast(OFFSET_POWER_LAW, points, laws, y, reps, noise, keys, refits)
+            else:
+                contrast = lawkit.exponent_contrast(OFFSET_POWER_LAW, points, laws, y, reps, noise, keys, refits)
+            low, high = interval(contrast.replicates, LEVEL, contrast.point)
+            hits[name] += int(low <= target <= high)
+            widths[name].append(float(high - low))
+        first, second = (lawkit.LawNoise.of(OFFSET_POWER_LAW, law, points, v, r, noise, keys)
+                         for law, v, r in zip(laws, y, reps, strict=True))  # fmt: skip
+        rhos.append(lawkit.size_correlation_of(OFFSET_POWER_LAW, laws, points, y, reps, (first, second)))
+        low, high = interval(first.refit(OFFSET_POWER_LAW, laws[0], points, refits)["alpha"], LEVEL, laws[0].alpha)
+        alone += int(low <= LAWS[0][2] <= high)
+        done += 1
+    out: dict[str, float] = {"sims": done, "mean_rho": float(np.mean(rhos)), "alone": alone / done}
+    for name, count in hits.items():
+        p = count / done
+        out[name] = p
+        out[f"{name}_se"] = float(np.sqrt(p * (1 - p) / done))
+        out[f"{name}_width"] = float(np.median(widths[name]))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sims", type=int, default=500)
+    parser.add_argument("--tau", type=float, default=0.03)
+    parser.add_argument("--rho", type=float, nargs="+", default=[0.0, 0.5, 0.9])
+    parser.add_argument("--replicates", type=int, default=1000)
+    parser.add_argument("--refits", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=20261127)
+    args = parser.parse_args()
+    print(f"offset power law, 6 sizes, tau {args.tau} each, {args.sims} simulations a cell, "
+          f"{args.replicates} replicates, {args.refits} refits")  # fmt: skip
+    print(
+        "| rho | estimated | shared (rho = 1) | law a alone | width estimated / shared | mean rho estimated | seconds |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for k, rho in enumerate(args.rho):
+        start = time.perf_counter()
+        r = simulate(args.tau, rho, args.sims, args.replicates, args.refits, args.seed + 1000 * k)
+        print(f"| {rho:g} | {100 * r['estimated']:.1f} ± {100 * r['estimated_se']:.1f}% "
+              f"| {100 * r['shared']:.1f} ± {100 * r['shared_se']:.1f}% | {100 * r['alone']:.1f}% "
+              f"| {r['estimated_width']:.4f} / {r['shared_width']:.4f} | {r['mean_rho']:.2f} "
+              f"| {time.perf_counter() - start:.0f} |", flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
