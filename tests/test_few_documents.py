@@ -137,6 +137,7 @@ def _weighted_documents(rng: np.random.Generator, tokens: np.ndarray, points: in
     return tokens[:, None] * (x - mean[None, :]) / tokens.sum(), mean
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("power", [1.0, 2.0])
 def test_the_test_from_the_documents_holds_its_level_whichever_noise_they_have(power: float) -> None:
     """Gaussian documents of pydoc's token counts, an exact law, 300 simulations: the documents' test rejects about

@@ -81,9 +81,9 @@ class Replicates:
                   stratum: int | None = None) -> np.ndarray | None:  # fmt: skip
         """[U] each resampling unit's influence on log of the metric's law quantity (`Metric.to_law`: -log RBP_k,
         CE): d log q(T + e t_u) / de at 0, T the totals and t_u the unit's. A replicate that draws unit u k_u times
-        moves log q by about sum_u (k_u - 1) a_u, so these are the documents' own deviations, from which a
-        covariance over few documents can be taken from them (`rankscale.laws.few_documents`).
-        Central differences; None without unit totals, or for a metric of the rank histogram (no unit sums)."""
+        moves log q by about sum_u (k_u - 1) a_u: these are the documents' own deviations, what a lack-of-fit test
+        over few documents takes its covariance from (`rankscale.laws.few_documents`). Central differences; None
+        without unit totals, or for a metric of the rank histogram (no unit sums)."""
         units = self.units.get((model, dataset))
         metric = METRICS[name]
         if units is None or not metric.statistics:
@@ -91,8 +91,9 @@ class Replicates:
         totals = {key: np.asarray(units[key]).sum(axis=0) for key in units}
         size = len(next(iter(units.values())))
         step = 1e-4
-        shifted = Totals({key: np.concatenate([totals[key][None] + step * np.asarray(units[key]),
-                                               totals[key][None] - step * np.asarray(units[key])]) for key in units})  # fmt: skip
+        moves = {key: step * np.asarray(units[key]) for key in units}
+        shifted = Totals({key: np.concatenate([totals[key][None] + move, totals[key][None] - move])
+                          for key, move in moves.items()})  # fmt: skip
         with np.errstate(divide="ignore", invalid="ignore"):
             values = metric.compute(shifted if stratum is None else stratum_totals(shifted, stratum))
             if k is not None:
