@@ -234,3 +234,30 @@ def test_noise_widens_a_laws_document_deviations_in_log_space() -> None:
     np.testing.assert_allclose(np.log(wide[:2] / y), factor * np.log(reps[:2] / y), rtol=1e-12)
     assert wide[2, 0] == 0.0 and wide[2, 1] == pytest.approx(np.exp(factor * np.log(1.1)))
     assert Noise.of(rows.drop(columns="n_eff_documents"), 3, None).expand(y, reps) is reps
+
+
+def test_the_tables_test_a_few_documents_law_from_its_documents() -> None:
+    """powerlaw_fits.csv of a run of 29 effective documents (the table headers' default-shaped run): CE's `lof_q`
+    is Q over the documents' covariance, z^T (B^T B)^-1 z with each document's influence on log CE in closed form
+    (s_u / S - n_u / N from the per-unit sums), and its p from their null; without the per-unit sums, Hotelling's
+    Q over the bootstrap's V, as above 30 effective documents."""
+    from rankscale.statistics import LOGPROB_SUM, TOKENS
+    from rankscale.tables import build_table
+    from tests.test_table_headers import default_like, settings
+
+    summaries, replicates = default_like()
+    metrics = build_table("metrics", summaries, {}, settings("power_law"), replicates)
+    fits = build_table("powerlaw_fits", summaries, {"metrics": metrics}, settings("power_law"), replicates)
+    plain = Replicates(summaries, [replicates.totals[s.key] for s in summaries])
+    hotelling = build_table("powerlaw_fits", summaries, {"metrics": metrics}, settings("power_law"), plain)
+    row, before = (f[f["metric"] == "ce"].iloc[0] for f in (fits, hotelling))
+    influence = np.stack([replicates.units[s.key][LOGPROB_SUM] / replicates.units[s.key][LOGPROB_SUM].sum()
+                          - replicates.units[s.key][TOKENS] / replicates.units[s.key][TOKENS].sum()
+                          for s in summaries], axis=1)  # fmt: skip
+    ce = np.array([METRICS["ce"].compute(s.totals()) for s in summaries], dtype=np.float64)
+    X = np.stack([np.ones(3), np.log([s.S for s in summaries])], axis=1)
+    L = np.linalg.qr(X, mode="complete")[0][:, 2:]
+    b, z = influence @ L, L.T @ np.log(ce)
+    assert row["lof_q"] == pytest.approx(float(z @ np.linalg.solve(b.T @ b, z)), rel=1e-6)
+    assert 0.0 < row["lof_p"] <= 1.0 and row["lof_q"] != before["lof_q"]
+    assert before["lof_p"] == pytest.approx(hotelling_p(before["lof_q"], 1, 28.0))

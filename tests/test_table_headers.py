@@ -24,7 +24,7 @@ from rankscale.lognormal import sample_discrete_lognormal
 from rankscale.rankfile import RankArrays
 from rankscale.statistics import Totals
 from rankscale.strata import StrataSettings
-from rankscale.summary import ModelInfo, Resampling, Summary, SummarySettings, summarize
+from rankscale.summary import ModelInfo, Resampling, Summary, SummarySettings, summarize, unit_totals
 from rankscale.tables import TABLES, Replicates, TableSettings, build_table, read_table, training, write_table
 from rankscale.tables.seeds import seed_fits_table
 from rankscale.tables.strata import strata_fits_table
@@ -33,7 +33,7 @@ from rankscale.windows import WindowSpec
 # degenerate replicates of tiny synthetic strata (a stratum's RBP_k of 0 in some draw) are not this test's business
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
-VOCAB, DOCUMENTS, PER_DOCUMENT = 500, 30, 40
+VOCAB, DOCUMENTS, PER_DOCUMENT = 500, 29, 40  # 29 effective documents: few, so laws are tested from them
 TOKENS = DOCUMENTS * PER_DOCUMENT
 REPLICATES = 20
 LAW_K = [1, 10]
@@ -58,7 +58,7 @@ def summaries_of(models: list[Model], kinds: list[str]) -> tuple[list[Summary], 
     doc = np.repeat(np.arange(DOCUMENTS), PER_DOCUMENT).astype(np.uint32)
     pos = np.tile(np.arange(1, PER_DOCUMENT + 1), DOCUMENTS).astype(np.uint32)
     target = np.random.default_rng(5).integers(0, VOCAB, TOKENS).astype(np.uint32)
-    summaries, totals = [], []
+    summaries, totals, units = [], [], []
     for i, (name, info, S, mu) in enumerate(models):
         rank = sample_discrete_lognormal(mu, 2.0, VOCAB, TOKENS, seed=i).astype(np.uint32)
         arrays = RankArrays(rank, (-np.log(rank) - 0.05).astype(np.float32), doc, pos, target)
@@ -68,7 +68,8 @@ def summaries_of(models: list[Model], kinds: list[str]) -> tuple[list[Summary], 
         summary, _, boot = summarize(arrays, meta, settings, resampling, info, window, None)
         summaries.append(Summary.from_json(summary.to_json()))
         totals.append(Totals({key[4:]: value for key, value in boot.items() if key.startswith("rep_")}))
-    return summaries, Replicates(summaries, totals)
+        units.append(unit_totals(boot))
+    return summaries, Replicates(summaries, totals, units)
 
 
 def default_like() -> tuple[list[Summary], Replicates]:

@@ -22,6 +22,7 @@ from rankscale.summary.types import (
     load_replicates,
     load_unit_totals,
     read_summary,
+    unit_totals,
     write_summary,
 )
 
@@ -46,4 +47,5 @@ __all__ = [
     "read_summary",
     "summarize",
     "write_summary",
+    "unit_totals",
 ]

@@ -221,21 +221,26 @@ def load_replicates(summary: Summary, paths: SummaryPaths) -> Totals:
         return Totals({name[4:]: data[name] for name in data.files if name.startswith("rep_")})
 
 
+def unit_totals(boot: Mapping[str, np.ndarray]) -> Totals:
+    """Every per-document statistic of a bootstrap file's arrays summed per resampling unit (the documents the
+    bootstrap draws) [U, ...], U the largest unit + 1 (a unit without scored tokens sums to 0): what a replicate
+    weights by its draw counts, so each unit's influence on a metric (`rankscale.tables.base.Replicates.influence`)."""
+    units = np.asarray(boot["units"], dtype=np.int64)
+    size = int(units.max()) + 1 if units.size else 0
+    out = {}
+    for name, array in boot.items():
+        if name.startswith("doc_"):
+            values = np.asarray(array, dtype=np.float64)
+            summed = np.zeros((size, *values.shape[1:]))
+            np.add.at(summed, units, values)
+            out[name[4:]] = summed
+    return Totals(out)
+
+
 def load_unit_totals(summary: Summary, paths: SummaryPaths) -> Totals:
-    """Every statistic summed per resampling unit (the documents the bootstrap draws) [U, ...], U the largest unit
-    + 1 (a unit without scored tokens sums to 0): what a replicate weights by its draw counts, so each unit's
-    influence on a metric (`rankscale.tables.base.Replicates.influence`); checked first."""
+    """`unit_totals` of a summary's bootstrap file; checked first."""
     with np.load(_verified(summary, paths, "boot")) as data:
-        units = np.asarray(data["units"], dtype=np.int64)
-        size = int(units.max()) + 1 if units.size else 0
-        out = {}
-        for name in data.files:
-            if name.startswith("doc_"):
-                values = np.asarray(data[name], dtype=np.float64)
-                summed = np.zeros((size, *values.shape[1:]))
-                np.add.at(summed, units, values)
-                out[name[4:]] = summed
-        return Totals(out)
+        return unit_totals({name: data[name] for name in data.files if name == "units" or name.startswith("doc_")})
 
 
 def load_histogram(summary: Summary, paths: SummaryPaths) -> np.ndarray:

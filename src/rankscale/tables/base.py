@@ -100,7 +100,7 @@ class Replicates:
                 grid = self._k if stratum is None else self._strata_k
                 values = values[:, grid[(model, dataset)].index(int(k))]
             logs = np.log(metric.to_law(values))
-        return (logs[:size] - logs[size:]) / (2.0 * step)
+            return (logs[:size] - logs[size:]) / (2.0 * step)  # not finite where the law is not (RBP_k of 0 or 1)
 
     def unit_tokens(self, model: str, dataset: str, stratum: int | None = None) -> np.ndarray:
         """[U] each resampling unit's scored tokens (of one stratum's where given)."""
