@@ -203,7 +203,8 @@ def results_html(tables: Path, level: float) -> str:
         f"<p>Intervals: {level:.0%}, from the bootstrap; they include {', '.join(noise) or 'documents'} "
         "(column <i>noise</i>). Lack of fit: Q of the sizes' residuals against what documents explain, "
         "Hotelling's T² on its df with the documents' effective number less one (documents, being few, estimate "
-        "their own noise roughly); a small p says the sizes scatter around the law beyond that. The contrast is "
+        "their own noise roughly), or under 30 effective documents against the null the documents' own "
+        "influence and lengths give; a small p says the sizes scatter around the law beyond that. The contrast is "
         "paired (the same document draws) and its p tests a difference of zero. Every law, k and interval: "
         "Tables, 1. Laws in S (powerlaw_fits, exponent_contrasts).</p>"
     )
