@@ -2,7 +2,7 @@
 deviations of the two laws correlated rho (docs/science.md, "Uncertainty"; `rankscale.laws.paired`).
 
 Synthetic pairs of laws over six sizes, log y_a = log(E_a + C_a S^-alpha_a) + u_a + e_a and the same for b, with
-document noise (e_a, e_b) ~ N(0, [[V, cV], [cV, V]]) (V the synthetic covariance of size_level_coverage.py, c the
+document noise (e_a, e_b) ~ N(0, [[V, cV], [cV, V]]) (V size_level_coverage.py's synthetic covariance, c the
 documents' correlation between the two laws) and size deviations (u_a, u_b) of SD tau each, correlated rho. Each
 simulation draws B paired document replicates and judges, through the tables' own code
 (`rankscale.tables.lawkit.exponent_contrast`), whether the contrast's interval holds alpha_a - alpha_b:
@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
+from size_level_coverage import SIZES, synthetic_covariance  # the ladder's six sizes and their document covariance
 
 from rankscale.bootstrap import interval
 from rankscale.laws import Points
@@ -31,19 +32,9 @@ from rankscale.laws.power import OFFSET_POWER_LAW, OffsetPowerLaw
 from rankscale.tables import lawkit
 from rankscale.tables.noise import Noise
 
-SIZES = np.array([25_472, 77_568, 172_800, 473_088, 1_198_080, 3_159_552], dtype=np.float64)
 LAWS = ((1.0, 40.0, 0.30), (0.8, 30.0, 0.35))  # (E, C, alpha) of a and b: floors well inside their domain
 DOCUMENTS_CORRELATION = 0.7  # of one size's documents between the two laws
 LEVEL = 0.95
-
-
-def synthetic_covariance() -> np.ndarray:
-    """Document covariance of one law's log y: SDs 0.030 down to 0.010, correlation 0.95 between neighbours to 0.80."""
-    sd = np.linspace(0.03, 0.01, len(SIZES))
-    i = np.arange(len(SIZES))
-    corr = 0.95 - 0.03 * np.abs(i[:, None] - i[None, :])
-    np.fill_diagonal(corr, 1.0)
-    return corr * np.outer(sd, sd)
 
 
 @contextmanager

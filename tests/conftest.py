@@ -20,8 +20,12 @@ WORKFLOW_FILES = ("Snakefile", "workflow", "config", "src", "envs", "profiles")
 
 
 def benchmark_module(name: str):  # -> the module benchmarks/<name>.py
-    """A benchmark script imported as a module (its simulations are what some tests run at a smaller size)."""
+    """A benchmark script imported as a module (its simulations are what some tests run at a smaller size); its
+    sibling scripts import as they do when it runs (`python benchmarks/<name>.py`)."""
     import importlib.util
+
+    if str(REPO / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(REPO / "benchmarks"))
 
     spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)

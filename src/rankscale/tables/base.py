@@ -71,13 +71,14 @@ class Replicates:
         # every statistic per resampling unit [U, ...] (`rankscale.summary.load_unit_totals`), where loaded
         self.units = {s.key: u for s, u in zip(summaries, units, strict=True)} if units is not None else {}
         self.metric = cache(self._metric)
+        self.influence = cache(self._influence)  # a law's and its contrasts' read the same units
 
     def _metric(self, model: str, dataset: str, name: str, stratum: int | None = None) -> np.ndarray:
         """Replicate values [B, K] (per-k metrics) or [B]; of one stratum's tokens (at the strata k) if given."""
         totals = self.totals[(model, dataset)]
         return METRICS[name].compute(totals if stratum is None else stratum_totals(totals, stratum))
 
-    def influence(self, model: str, dataset: str, name: str, k: int | None = None,
+    def _influence(self, model: str, dataset: str, name: str, k: int | None = None,
                   stratum: int | None = None) -> np.ndarray | None:  # fmt: skip
         """[U] each resampling unit's influence on log of the metric's law quantity (`Metric.to_law`: -log RBP_k,
         CE): d log q(T + e t_u) / de at 0, T the totals and t_u the unit's. A replicate that draws unit u k_u times
