@@ -3,7 +3,7 @@
 Models are built in-process with random weights (seeded; speed and memory do not depend on the
 weights) from a `Shape`: the default ladder's GPT-NeoX sizes (config/config.yaml), the paper's
 shapes (a Pythia-1.4B-like GPT-NeoX with 50,304 output columns, a Qwen2.5-0.5B-like Qwen2 with
-151,936), and tiny stand-ins with the same output columns that `--quick` uses instead. A model can
+151,936, a Gemma-3-270M-like Gemma 3 with 262,144), and tiny stand-ins with the same output columns that `--quick` uses instead. A model can
 also be a `save_pretrained` directory (trained checkpoints: `--ladder-root` of a workflow run).
 `ours` is extraction as the workflow runs it; references.py holds what it is compared with.
 """
@@ -30,7 +30,7 @@ from rankscale.windows import Windows, WindowSpec, plan_windows
 class Shape:
     """A model architecture to build with random weights."""
 
-    arch: str  # "gpt_neox" (Pythia, the ladder) or "qwen2"
+    arch: str  # "gpt_neox" (Pythia, the ladder), "qwen2" or "gemma3"
     hidden: int
     layers: int
     heads: int
@@ -40,6 +40,7 @@ class Shape:
     intermediate: int | None = None  # default 4 x hidden
     tied: bool = False
     quick: str | None = None  # the tiny stand-in --quick uses
+    head_dim: int | None = None  # default hidden / heads
 
 
 def _ladder_shapes() -> dict[str, Shape]:
@@ -55,13 +56,31 @@ SHAPES: dict[str, Shape] = {
         "qwen2", 896, 24, 14, 151936, 151665, kv_heads=2, intermediate=4864, tied=True, quick="qwen2-tiny"
     ),
     "qwen2-tiny": Shape("qwen2", 64, 2, 2, 151936, 151665, kv_heads=1, intermediate=256, tied=True),
+    # Gemma-3-270M: 262,144 output columns (every one a token), where the head outweighs a small backbone
+    "gemma-3-270m": Shape(
+        "gemma3", 640, 18, 4, 262144, 262144, kv_heads=1, intermediate=2048, tied=True, quick="gemma3-tiny",
+        head_dim=256,
+    ),
+    "gemma3-tiny": Shape("gemma3", 64, 2, 2, 262144, 262144, kv_heads=1, intermediate=256, tied=True, head_dim=32),
 }
 LADDER_LARGEST, LADDER_SMALLEST = "ladder-l4-d256", "ladder-l2-d32"
 
 
 def model_config(shape: Shape, max_positions: int, eos_id: int = 0) -> Any:
-    from transformers import GPTNeoXConfig, Qwen2Config
+    from transformers import Gemma3TextConfig, GPTNeoXConfig, Qwen2Config
 
+    if shape.arch == "gemma3":  # no final logit soft-capping in Gemma 3: logits are the head's
+        return Gemma3TextConfig(
+            vocab_size=shape.columns,
+            hidden_size=shape.hidden,
+            intermediate_size=shape.intermediate or 4 * shape.hidden,
+            num_hidden_layers=shape.layers,
+            num_attention_heads=shape.heads,
+            num_key_value_heads=shape.kv_heads or shape.heads,
+            head_dim=shape.head_dim or shape.hidden // shape.heads,
+            max_position_embeddings=max_positions,
+            tie_word_embeddings=shape.tied,
+        )
     if shape.arch == "gpt_neox":  # as rankscale.ladder.model_config and Pythia: rotary on 1/4, parallel residual
         return GPTNeoXConfig(
             vocab_size=shape.columns,
@@ -189,9 +208,9 @@ def load_model(
 
 
 def _causal_lm(arch: str) -> Any:
-    from transformers import GPTNeoXForCausalLM, Qwen2ForCausalLM
+    from transformers import Gemma3ForCausalLM, GPTNeoXForCausalLM, Qwen2ForCausalLM
 
-    return {"gpt_neox": GPTNeoXForCausalLM, "qwen2": Qwen2ForCausalLM}[arch]
+    return {"gpt_neox": GPTNeoXForCausalLM, "qwen2": Qwen2ForCausalLM, "gemma3": Gemma3ForCausalLM}[arch]
 
 
 # --------------------------------------------------------------------------- token windows
@@ -251,15 +270,22 @@ def first_windows(work: Workload, n: int) -> Workload:
 
 
 def ours(
-    model: Any, work: Workload, vocab: int, batch: int, head_dtype: Any = torch.float32, stats: Any = None
+    model: Any,
+    work: Workload,
+    vocab: int,
+    batch: int,
+    head_dtype: Any = torch.float32,
+    stats: Any = None,
+    kernel: str | None = None,
 ) -> RankArrays:
-    """`extract_ranks` with the workflow's default settings at `batch` windows per forward pass."""
+    """`extract_ranks` with the workflow's default settings at `batch` windows per forward pass (and `kernel`)."""
     defaults = load_schema()["properties"]["extraction"]["default"]  # the workflow's `extraction:` defaults
     settings = ExtractionSettings(
         ties=defaults["ties"],
         head_dtype=head_dtype,
         batch_size=batch,
         head_chunk=defaults["head_chunk"],
+        kernel=kernel or defaults["kernel"],
         progress_every_s=1e9,
     )
     return extract_ranks(model, work.corpus, work.windows, vocab, settings, stats)

@@ -182,3 +182,54 @@ def test_gpu_slots_name_the_real_devices() -> None:
     assert cuda_device_ids() == listed[: torch.cuda.device_count()] and listed
     check_device("cuda", "m", "models[0].device")
     check_device("cuda:0", "m", "models[0].device")
+
+
+FUSED_RUNS = not REHEARSAL or os.environ.get("TRITON_INTERPRET") == "1"  # a CPU rehearsal needs Triton's interpreter
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_fused_and_chunked_kernels_agree_on_the_gpu(arch: str, dtype: str, model_dirs: dict[str, Path], corpus,
+                                                    windows) -> None:  # fmt: skip
+    """The fused rank kernel (tensor-core tiles) and the chunked head against the same per-window reference,
+    and against each other: equal ranks within the float32 bounds, in float32 and in bfloat16 (float32 head)."""
+    if not FUSED_RUNS:
+        pytest.skip("the fused kernel runs on a CPU only under TRITON_INTERPRET=1")
+    path = model_dirs[arch]
+    model = loaded(path, dtype=dtype)
+    n = vocab(path)
+    stats: dict[str, Any] = {}
+    fused = extract_ranks(model, corpus, windows, n, scoring(batch_size=4, kernel="fused"), stats)
+    assert stats["kernel"] == "fused"
+    chunked = extract_ranks(model, corpus, windows, n, scoring(batch_size=4, kernel="chunked"))
+    ref = reference(Float32Head(model).to(DEVICE) if dtype == "bfloat16" else model, corpus, windows, n)
+    assert_matches_reference(fused, ref)
+    assert_matches_reference(chunked, ref)
+    assert_ranks_close(fused.rank, chunked.rank, ref["tol"], f"{arch} {dtype}: fused vs chunked")
+
+
+@pytest.mark.parametrize("ties", ["ge", "gt"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("columns", [320] if REHEARSAL else [50304, 151936, 262144])
+def test_fused_kernel_exact_on_constructed_ties_on_the_gpu(columns: int, dtype: torch.dtype, ties: str) -> None:
+    """Heads and hidden states of quarters: every logit exact whatever the tiles' sum order, so the fused
+    kernel's ranks (with twin rows: exact ties) equal the brute-force count, at the real heads' widths."""
+    if not FUSED_RUNS:
+        pytest.skip("the fused kernel runs on a CPU only under TRITON_INTERPRET=1")
+    from rankscale.fused_rank import FusedRankHead
+
+    gen = torch.Generator().manual_seed(columns)
+    vocab_size, rows, d = columns - 27, 300, 64
+    weight = torch.randint(-3, 4, (columns, d), generator=gen).float() / 4
+    hidden = torch.randint(-3, 4, (rows, d), generator=gen).float() / 4
+    targets = torch.randint(0, vocab_size, (rows,), generator=gen)
+    weight[targets[1]] = weight[targets[0]]
+    weight[vocab_size:] = 8.0 * hidden.sum(0).sign()  # padded columns above every target: never counted
+    logits = (hidden.double() @ weight.double().T)[:, :vocab_size]
+    zt = logits.gather(1, targets[:, None])
+    expected = (logits >= zt).sum(1) if ties == "ge" else (logits > zt).sum(1) + 1
+    head = FusedRankHead(weight.to(DEVICE, dtype), None, vocab_size, ties)
+    rank, logprob = head(hidden.to(DEVICE, dtype), targets.to(DEVICE))
+    np.testing.assert_array_equal(rank.cpu().numpy(), expected.numpy())
+    lp = torch.log_softmax(logits, 1).gather(1, targets[:, None])[:, 0]
+    np.testing.assert_allclose(logprob.double().cpu().numpy(), lp.numpy(), rtol=0, atol=1e-3)

@@ -156,7 +156,9 @@ def cpu_model(where: ModelSource, dtype: str = "float32") -> Any:
 
 def scoring(**settings: Any) -> ExtractionSettings:
     """Extraction settings of these tests: the paper's ties, a float32 head, automatic head chunks, unless given."""
-    return ExtractionSettings(**{"ties": "ge", "head_dtype": torch.float32, "head_chunk": None, **settings})
+    return ExtractionSettings(
+        **{"ties": "ge", "head_dtype": torch.float32, "head_chunk": None, "kernel": "auto", **settings}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -485,7 +487,7 @@ def test_other_errors_are_not_swallowed(loaded: dict[str, tuple[Any, Any]], corp
 
 
 def test_auto_head_chunk_bounds_logit_memory() -> None:
-    from rankscale.extract import HEAD_CHUNK_BYTES, auto_head_chunk
+    from rankscale.head import HEAD_CHUNK_BYTES, auto_head_chunk
 
     for columns in (320, 50304, 151936):
         rows = auto_head_chunk(columns)

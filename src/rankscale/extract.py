@@ -1,9 +1,14 @@
 """Rank extraction: every scored token's rank among the real vocabulary and its log-prob.
 
 The backbone runs once per batch of windows (sorted by length, so little padding); hidden
-states of scored positions go through the output head in chunks of rows, each chunk reduced
-at once to (rank, log-prob), so the full batch x length x |V| logits never exist. A batch
-that runs out of memory is retried at half the size; finished batches are kept.
+states of scored positions go through the output head's reduction (rankscale.head: chunks of
+logits reduced at once, or a fused kernel that never writes them), so the full
+batch x length x |V| logits never exist. A batch that runs out of memory is retried at half
+the size; finished batches are kept.
+
+On a GPU nothing waits for the device inside a batch: a batch's ranks and log-probs stay on it
+and are copied to pinned host memory without blocking, and the next batch's inputs are built on
+the CPU while the device works; a batch is read back only once the next one is launched.
 """
 
 from __future__ import annotations
@@ -16,24 +21,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from rankscale.head import HeadReduction, Kernel, head_reduction
 from rankscale.rankfile import RankArrays
-from rankscale.ranking import TieRule, rank_and_logprob
+from rankscale.ranking import TieRule
 from rankscale.tokens import TokenizedCorpus
 from rankscale.windows import Windows
 
 log = logging.getLogger(__name__)
-
-HEAD_CHUNK_BYTES = 64 * 2**20  # float32 logits of one head chunk (a few such buffers live at once)
-# CPU BLAS takes a matrix-vector path for 1-2 rows, whose float32 sums differ from the
-# matrix-matrix path used for more rows; padding short chunks keeps every chunk on the
-# matrix-matrix path. It does not make logits bit-identical across chunkings: the kernel's
-# blocking still depends on the row count and the processor (tests/tolerances.py bounds it).
-MIN_HEAD_ROWS = 8
-
-
-def auto_head_chunk(columns: int) -> int:
-    """Rows per head chunk so one chunk's float32 logits take about HEAD_CHUNK_BYTES."""
-    return max(16, HEAD_CHUNK_BYTES // (4 * columns))
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
@@ -79,29 +73,47 @@ class ExtractionSettings:
 
     The configured values (`extraction:` or the model's entry), passed by the caller: no defaults here.
     `head_dtype`: the dtype logits are computed in (float32: exact ranks for bfloat16 models;
-    None: the model's own). `head_chunk=None` sizes head chunks automatically.
+    None: the model's own). `head_chunk=None` sizes head chunks automatically. `kernel`: the head's
+    reduction (rankscale.head: auto, fused or chunked).
     """
 
     ties: TieRule
     head_dtype: torch.dtype | None
     batch_size: int
     head_chunk: int | None
+    kernel: Kernel
     progress_every_s: float = 10.0
 
 
 @dataclass(frozen=True)
+class _Pending:
+    """A launched batch: its windows and its results on their way to the host (`ready` once copied)."""
+
+    batch: np.ndarray
+    rank: torch.Tensor
+    logprob: torch.Tensor
+    ready: torch.cuda.Event | None
+
+    def wait(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.ready is not None:
+            self.ready.synchronize()
+        rank, logprob = self.rank.numpy(), self.logprob.numpy()
+        if not np.isfinite(logprob).all():
+            raise FloatingPointError("non-finite logit for a target token (or a log-softmax that is not finite)")
+        return rank, logprob
+
+
+@dataclass(frozen=True)
 class _Scorer:
-    """The model, its output head and where they live: scores one batch of windows."""
+    """The model, its output head's reduction and where they live: scores one batch of windows."""
 
     model: Any
-    head: Any
+    reduce: HeadReduction
     device: torch.device
     vocab_size: int
-    ties: TieRule
-    head_chunk: int
 
-    def score(self, corpus: TokenizedCorpus, windows: Windows, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Ranks and log-probs of the scored targets of `batch` windows, concatenated in batch order."""
+    def inputs(self, corpus: TokenizedCorpus, windows: Windows, batch: np.ndarray) -> tuple[torch.Tensor, ...]:
+        """Token ids, attention mask, the flat row of every scored position and its target (on the CPU)."""
         lengths = windows.end[batch] - windows.start[batch]
         width = int(lengths.max())
         input_ids = torch.zeros((len(batch), width), dtype=torch.long)
@@ -114,90 +126,31 @@ class _Scorer:
             attention_mask[i, : e - s] = 1
             rows.append(i * width + np.arange(f - 1 - s, e - 1 - s))  # position p predicts token p + 1
             targets.append(tokens[f:e])
+        target = np.concatenate(targets).astype(np.int64)
+        if target.size and int(target.max()) >= self.vocab_size:
+            raise ValueError(f"target id {int(target.max())} is outside the vocabulary of {self.vocab_size} tokens")
+        return input_ids, attention_mask, torch.from_numpy(np.concatenate(rows)), torch.from_numpy(target)
+
+    def launch(self, inputs: tuple[torch.Tensor, ...], batch: np.ndarray) -> _Pending:
+        """Run the batch; on a GPU return without waiting for it (its results copy to pinned host memory)."""
+        input_ids, attention_mask, row_index, target = inputs
+        cuda = self.device.type == "cuda"
         hidden = self.model.base_model(
-            input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device)
+            input_ids=input_ids.to(self.device, non_blocking=cuda),
+            attention_mask=attention_mask.to(self.device, non_blocking=cuda),
         ).last_hidden_state
         hidden = hidden.reshape(-1, hidden.shape[-1])  # on the last layer's device under device_map
-        row_index = torch.from_numpy(np.concatenate(rows)).to(hidden.device)
-        tgt = torch.from_numpy(np.concatenate(targets).astype(np.int64)).to(self.device)
-        ranks, logprobs = [], []
-        for c in range(0, len(row_index), self.head_chunk):
-            idx = row_index[c : c + self.head_chunk]
-            n = len(idx)
-            if n < MIN_HEAD_ROWS:
-                idx = torch.cat([idx, idx[-1:].expand(MIN_HEAD_ROWS - n)])
-            logits = self.head(hidden[idx])[:n]  # with device_map the head may sit on another device
-            r, lp = rank_and_logprob(logits, tgt[c : c + self.head_chunk].to(logits.device), self.vocab_size, self.ties)
-            ranks.append(r.cpu())
-            logprobs.append(lp.cpu())
-        return torch.cat(ranks).numpy(), torch.cat(logprobs).numpy()
-
-
-def output_head(model: Any, head_dtype: torch.dtype | None) -> Any:
-    """The model's output head, computing logits in `head_dtype` (None: the model's own dtype).
-
-    A bfloat16 head quantises logits to 8 mantissa bits, so many tokens tie with the target
-    and (ties counting against the model) ranks grow; a float32 copy of the head removes the
-    artificial ties at the cost of one float32 |V| x d matrix.
-    """
-    head = model.get_output_embeddings()
-    if head.weight.device.type == "meta":
-        raise RuntimeError(
-            "the output head was offloaded (device_map put it on CPU/disk as a meta tensor); "
-            "give the model more GPUs or memory (gpus:, mem_mb:) so the head stays on a device"
-        )
-    if head_dtype is None or head.weight.dtype == head_dtype:
-        return head
-    if head_dtype == torch.float32 and _half_products_exact(head.weight):
-        return _HalfWeightsFloat32Logits(head)
-    weight = head.weight.detach().to(head_dtype)
-    bias = None if head.bias is None else head.bias.detach().to(head_dtype)
-    return lambda hidden: torch.nn.functional.linear(hidden.to(weight.device, head_dtype), weight, bias)
-
-
-def _half_products_exact(weight: torch.Tensor) -> bool:
-    """Whether this device multiplies bfloat16/float16 matrices into float32 output (`torch.mm(out_dtype=)`,
-    CUDA): then the float32 head needs no float32 copy of the weights."""
-    if weight.dtype not in (torch.bfloat16, torch.float16) or weight.device.type != "cuda":
-        return False
-    probe = torch.ones((1, 1), dtype=weight.dtype, device=weight.device)
-    try:
-        return torch.mm(probe, probe, out_dtype=torch.float32).dtype == torch.float32
-    except (RuntimeError, TypeError, NotImplementedError):
-        return False
-
-
-class _HalfWeightsFloat32Logits:
-    """Float32 logits of a bfloat16 (float16) head on a GPU, from the tensor cores, equal to the float32 copy's.
-
-    A product of two bfloat16 numbers (8-bit significands) is exact in float32 (24 bits), float16's (11) too,
-    so a half-precision matrix product that accumulates and returns float32 computes what the float32 copy
-    of the head does, up to the order of the float32 sums (the same freedom any two float32 paths have).
-    Reductions are held to float32 (`allow_bf16/fp16_reduced_precision_reduction` off during the product).
-    A hidden state of another dtype than the weights takes the float32 path.
-    """
-
-    def __init__(self, head: Any) -> None:
-        self.weight_t = head.weight.detach().T.contiguous()  # [d, V], a bfloat16 copy (half the float32 one)
-        self.bias = None if head.bias is None else head.bias.detach().float()
-        self.head = head
-        self._float32: torch.Tensor | None = None
-
-    def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
-        hidden = hidden.to(self.weight_t.device)
-        if hidden.dtype != self.weight_t.dtype:
-            if self._float32 is None:
-                self._float32 = self.head.weight.detach().float()
-            return torch.nn.functional.linear(hidden.float(), self._float32, self.bias)
-        flags = torch.backends.cuda.matmul
-        saved = (flags.allow_bf16_reduced_precision_reduction, flags.allow_fp16_reduced_precision_reduction)
-        flags.allow_bf16_reduced_precision_reduction = flags.allow_fp16_reduced_precision_reduction = False
-        try:
-            out = torch.mm(hidden.reshape(-1, hidden.shape[-1]), self.weight_t, out_dtype=torch.float32)
-        finally:
-            flags.allow_bf16_reduced_precision_reduction, flags.allow_fp16_reduced_precision_reduction = saved
-        out = out.reshape(*hidden.shape[:-1], out.shape[-1])
-        return out if self.bias is None else out + self.bias
+        rows = hidden[row_index.to(hidden.device, non_blocking=cuda)]
+        rank, logprob = self.reduce(rows, target.to(hidden.device, non_blocking=cuda))
+        if rank.device.type != "cuda":
+            return _Pending(batch, rank.cpu(), logprob.cpu(), None)
+        host_rank = torch.empty(rank.shape, dtype=rank.dtype, pin_memory=True)
+        host_logprob = torch.empty(logprob.shape, dtype=logprob.dtype, pin_memory=True)
+        host_rank.copy_(rank, non_blocking=True)
+        host_logprob.copy_(logprob, non_blocking=True)
+        ready = torch.cuda.Event()
+        ready.record(torch.cuda.current_stream(rank.device))
+        return _Pending(batch, host_rank, host_logprob, ready)
 
 
 def extract_ranks(
@@ -214,15 +167,10 @@ def extract_ranks(
     and the head chunk.
     """
     device = next(model.parameters()).device
-    columns = int(model.get_output_embeddings().weight.shape[0])
-    scorer = _Scorer(
-        model,
-        output_head(model, settings.head_dtype),
-        device,
-        vocab_size,
-        settings.ties,
-        settings.head_chunk or auto_head_chunk(columns),
+    reduce, kernel, head_chunk = head_reduction(
+        model, settings.head_dtype, vocab_size, settings.ties, settings.kernel, settings.head_chunk
     )
+    scorer = _Scorer(model, reduce, device, vocab_size)
     batch_size = settings.batch_size
     out_offset = np.concatenate([[0], np.cumsum(windows.n_scored)])
     total = int(out_offset[-1])
@@ -232,6 +180,19 @@ def extract_ranks(
     order = np.argsort(-(windows.end - windows.start), kind="stable")
     started = last = time.perf_counter()
     done = next_window = 0
+    pending: _Pending | None = None
+
+    def keep(finished: _Pending) -> int:
+        """Copy a finished batch's results into place; the number of tokens it scored."""
+        r, lp = finished.wait()
+        k = 0
+        for w in finished.batch.tolist():
+            o, n = int(out_offset[w]), int(windows.n_scored[w])
+            rank[o : o + n] = r[k : k + n]
+            logprob[o : o + n] = lp[k : k + n]
+            k += n
+        return k
+
     with torch.inference_mode():
         if len(order):
             first = order[:1]
@@ -241,8 +202,9 @@ def extract_ranks(
             )
         while next_window < len(order):
             batch = order[next_window : next_window + batch_size]
+            inputs = scorer.inputs(corpus, windows, batch)  # built while the device runs the previous batch
             try:
-                r, lp = scorer.score(corpus, windows, batch)
+                launched = scorer.launch(inputs, batch)
             except Exception as exc:
                 if not is_out_of_memory(exc) or batch_size == 1:
                     raise
@@ -251,20 +213,18 @@ def extract_ranks(
                 if device.type == "cuda":
                     torch.cuda.empty_cache()
                 continue
-            k = 0
-            for w in batch.tolist():
-                o, n = int(out_offset[w]), int(windows.n_scored[w])
-                rank[o : o + n] = r[k : k + n]
-                logprob[o : o + n] = lp[k : k + n]
-                k += n
-            done += k
+            if pending is not None:
+                done += keep(pending)
+            pending = launched
             next_window += len(batch)
             now = time.perf_counter()
             if now - last >= settings.progress_every_s:
                 log.info("scored %d/%d tokens (%.0f tokens/s)", done, total, done / (now - started))
                 last = now
+        if pending is not None:
+            done += keep(pending)
     elapsed = time.perf_counter() - started
     log.info("scored %d tokens in %.1f s (%.0f tokens/s)", total, elapsed, total / max(elapsed, 1e-9))
     if stats is not None:
-        stats.update(batch_size=batch_size, head_chunk=scorer.head_chunk)
+        stats.update(batch_size=batch_size, head_chunk=head_chunk, kernel=kernel)
     return RankArrays(rank=rank, logprob=logprob, doc=doc, pos=pos, target=target)

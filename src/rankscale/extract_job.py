@@ -147,6 +147,7 @@ def run(
         head_dtype=None if identity.head_dtype == "model" else torch.float32,
         batch_size=runtime["batch_size"],
         head_chunk=runtime["head_chunk"],
+        kernel=runtime["kernel"],
     )
     started = time.perf_counter()
     stats: dict[str, Any] = {}
@@ -179,6 +180,7 @@ def run(
         "batch_size_used": stats["batch_size"],
         "threads": torch.get_num_threads(),
         "head_chunk": stats["head_chunk"],
+        "kernel": stats["kernel"],
         "attn_implementation": getattr(model.config, "_attn_implementation", None),
         "wall_time_s": wall,
         "tokens_per_s": arrays.rank.size / max(wall, 1e-9),

@@ -20,7 +20,8 @@ from rankscale.fingerprint import FormatVersion
 CORPUS_FORMAT = FormatVersion(version=1, code="86b586994c95112a", scripts=("corpus",))
 # version 2: each document begins with the start tokens its tokenizer adds (a BOS), never with an appended EOS
 # (a GPU's float32 head from the tensor cores, the float32 head up to its sums' order; the summaries' documents: same version)
-RANK_FORMAT = FormatVersion(version=2, code="8e5fad4e7e7ccb04", scripts=("tokenize", "extract"))
+# (the fused rank kernel: the float32 head up to its sums' order, at near ties only: same version)
+RANK_FORMAT = FormatVersion(version=2, code="2b1f86a46e381dfa", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
     version=1, code="c88bd49f21937a79", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )

@@ -19,6 +19,7 @@ class Runtime:
     device: str
     batch_size: int
     head_chunk: int | None
+    kernel: str
     device_map: str | None
     attn_implementation: str | None
     threads: int

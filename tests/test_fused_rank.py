@@ -1,0 +1,205 @@
+"""The fused rank kernel (rankscale.fused_rank) on the CPU, through Triton's interpreter, against the chunked path.
+
+Three kinds of evidence:
+- exact: hidden states and head rows on a grid of quarters make every logit an exact float32 number, whatever
+  the order of the sums, so ranks (with their many exact ties) must equal a brute-force count exactly, under
+  both tie rules, at every column count up to Gemma-3's 262,144, with padded columns excluded;
+- within float32 bounds: random heads and hidden states, against the chunked path's logits
+  (tests/tolerances.py: equal ranks except at counted near ties, log-probs within their rounding bound);
+- end to end: `extract_ranks` with `kernel: fused` against `kernel: chunked` on the tiny hub architectures.
+Triton's interpreter runs the kernels' own code in numpy (operands upcast to float32 before tl.dot, as
+the module says); the tensor-core lowering itself is tested on a GPU (tests/test_cuda.py).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before Triton compiles anything: the kernels run in numpy
+pytest.importorskip("triton")
+
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from rankscale.extract import extract_ranks  # noqa: E402
+from rankscale.fused_rank import INTERPRETED, Blocks, FusedRankHead  # noqa: E402
+from rankscale.head import (  # noqa: E402
+    BYTES_PER_LOGIT,
+    DEVICE_HEAD_FRACTION,
+    auto_head_chunk,
+    device_head_chunk,
+    resolve_kernel,
+)
+from rankscale.ranking import rank_and_logprob  # noqa: E402
+from rankscale.tokens import TokenizedCorpus  # noqa: E402
+from rankscale.windows import Windows  # noqa: E402
+from tests.test_extract import (  # noqa: E402, F401  (fixtures: the tiny hub architectures and their corpus)
+    ARCHS,
+    corpus,
+    loaded,
+    model_dirs,
+    scoring,
+    tokenizer_dir,
+    windows,
+)
+from tests.tolerances import assert_logprobs_close, assert_ranks_close, path_tolerance  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not INTERPRETED, reason="TRITON_INTERPRET was set to something else before import")
+SMALL = Blocks(16, 32, 16)  # several row blocks, column tiles and hidden steps on tiny shapes
+WIDE = Blocks(16, 512, 16)  # few interpreted tiles on the widest heads
+
+
+def quarters(shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
+    """Values in {-3/4, ..., 3/4}: every dot product of 16 of them is exact in float32 (and bfloat16 holds them)."""
+    return torch.randint(-3, 4, shape, generator=gen).float() / 4
+
+
+def brute_force(logits: torch.Tensor, targets: torch.Tensor, vocab: int, ties: str) -> torch.Tensor:
+    """The definition, over the real vocabulary, in float64."""
+    real = logits[:, :vocab].double()
+    zt = real.gather(1, targets[:, None])
+    return (real >= zt).sum(1) if ties == "ge" else (real > zt).sum(1) + 1
+
+
+@pytest.mark.parametrize("ties", ["ge", "gt"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize(
+    "columns, vocab, blocks",
+    [(16, 16, SMALL), (33, 30, SMALL), (320, 300, SMALL), (1000, 1000, SMALL), (50304, 50277, WIDE),
+     (151936, 151665, WIDE), (262144, 262144, WIDE), (262144, 256000, WIDE)],
+)  # fmt: skip
+def test_exact_ranks_with_exact_ties_at_every_column_count(
+    columns: int, vocab: int, blocks: Blocks, dtype: torch.dtype, ties: str
+) -> None:
+    gen = torch.Generator().manual_seed(columns + vocab)
+    n, d = (37, 16) if columns <= 1000 else (9, 16)
+    weight, hidden = quarters((columns, d), gen), quarters((n, d), gen)
+    targets = torch.randint(0, vocab, (n,), generator=gen)
+    weight[targets[1]] = weight[targets[0]]  # twin rows: an exact tie for row 0 and row 1 at least
+    if columns > vocab:  # a padded column that would beat every target: it must never count
+        weight[vocab:] = 0
+        weight[-1] = 4 * hidden.sum(0).sign()
+    logits = hidden @ weight.T  # exact: small quarters
+    expected = brute_force(logits, targets, vocab, ties)
+    fused = FusedRankHead(weight.to(dtype), None, vocab, ties, blocks=blocks, splits=3)
+    rank, logprob = fused(hidden.to(dtype), targets)
+    np.testing.assert_array_equal(rank.numpy(), expected.numpy())
+    reference = torch.log_softmax(logits[:, :vocab].double(), 1).gather(1, targets[:, None])[:, 0]
+    np.testing.assert_allclose(logprob.double().numpy(), reference.numpy(), rtol=0, atol=1e-4 + 1e-6 * np.log(vocab))
+    assert (expected[:2] > 1).all() or ties == "gt"  # the twins tie: under ge each counts the other
+
+
+@pytest.mark.parametrize("ties", ["ge", "gt"])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_random_heads_match_the_chunked_path_within_float32_bounds(dtype: torch.dtype, bias: bool, ties: str) -> None:
+    gen = torch.Generator().manual_seed(7)
+    columns, vocab, n, d = 480, 451, 70, 48
+    head = torch.nn.Linear(d, columns, bias=bias)
+    with torch.no_grad():
+        head.weight.copy_(torch.randn(columns, d, generator=gen).to(dtype).float())
+        if bias:
+            head.bias.copy_(torch.randn(columns, generator=gen))
+    hidden = torch.randn(n, d, generator=gen).to(dtype)
+    targets = torch.randint(0, vocab, (n,), generator=gen)
+    with torch.no_grad():
+        logits = head(hidden.float())  # the chunked path's float32 head
+    expected_rank, expected_lp = rank_and_logprob(logits, targets, vocab, ties)
+    fused = FusedRankHead(head.weight.detach().to(dtype), head.bias, vocab, ties, blocks=SMALL, splits=2)
+    rank, logprob = fused(hidden, targets)
+    tol = path_tolerance(logits.detach()[:, :vocab], targets, hidden.float(), head)
+    assert_ranks_close(rank.numpy(), expected_rank.numpy(), tol, f"fused vs chunked, {dtype}, bias {bias}")
+    assert_logprobs_close(logprob.numpy(), expected_lp.numpy(), tol, f"fused vs chunked, {dtype}, bias {bias}")
+
+
+@pytest.mark.parametrize("splits", [1, 2, 5, 64])
+def test_column_splits_combine_to_the_same_result(splits: int) -> None:
+    gen = torch.Generator().manual_seed(3)
+    weight, hidden = quarters((1000, 16), gen), quarters((20, 16), gen)
+    targets = torch.randint(0, 990, (20,), generator=gen)
+    rank, logprob = FusedRankHead(weight, None, 990, "ge", blocks=SMALL, splits=splits)(hidden, targets)
+    np.testing.assert_array_equal(rank.numpy(), brute_force(hidden @ weight.T, targets, 990, "ge").numpy())
+    whole = FusedRankHead(weight, None, 990, "ge", blocks=SMALL, splits=1)(hidden, targets)[1]
+    np.testing.assert_allclose(logprob.numpy(), whole.numpy(), rtol=0, atol=2e-6)
+
+
+def test_logits_rounded_to_the_model_dtype_tie_as_a_bfloat16_head_does() -> None:
+    """`head_dtype: model`: logits rounded to bfloat16 first, so near logits become exact ties."""
+    gen = torch.Generator().manual_seed(11)
+    weight = torch.randn(300, 32, generator=gen).to(torch.bfloat16)
+    hidden = torch.randn(25, 32, generator=gen).to(torch.bfloat16)
+    targets = torch.randint(0, 300, (25,), generator=gen)
+    rounded = (hidden.float() @ weight.float().T).to(torch.bfloat16).float()
+    for ties in ("ge", "gt"):
+        rank, _ = FusedRankHead(weight, None, 300, ties, round_to=torch.bfloat16, blocks=SMALL)(hidden, targets)
+        exact_f32 = (hidden.float() @ weight.float().T).double()
+        far = _no_float32_near_ties(exact_f32, targets)  # rows whose float32 logits are not within rounding
+        expected = brute_force(rounded, targets, 300, ties)
+        np.testing.assert_array_equal(rank.numpy()[far], expected.numpy()[far])
+    assert (brute_force(rounded, targets, 300, "ge") != brute_force(rounded, targets, 300, "gt")).any()
+
+
+def _no_float32_near_ties(logits: torch.Tensor, targets: torch.Tensor) -> np.ndarray:
+    """Rows where no logit sits within float32 rounding of a bfloat16 rounding boundary of the target's or a
+    competitor's: there the rounded ranks cannot depend on the order of the float32 sums."""
+    z = logits
+    rounded = z.float().to(torch.bfloat16).double()
+    ulp = z.abs() * 2.0**-20 + 1e-30
+    up, down = (z + ulp).float().to(torch.bfloat16).double(), (z - ulp).float().to(torch.bfloat16).double()
+    stable = ((up == rounded) & (down == rounded)).all(1)
+    return stable.numpy()
+
+
+def test_kernel_selection_and_device_sized_chunks() -> None:
+    cpu = torch.device("cpu")
+    assert resolve_kernel("auto", cpu) == "chunked"
+    assert resolve_kernel("chunked", cpu) == "chunked"
+    assert resolve_kernel("fused", cpu) == "fused"  # allowed here only because the interpreter is on
+    with pytest.raises(ValueError, match="extraction.kernel must be one of"):
+        resolve_kernel("cublas", cpu)  # type: ignore[arg-type]
+    # a GPU with 60 GiB free and the Qwen2.5 head: a quarter of it for 16 bytes a logit
+    rows = device_head_chunk(151936, 60 * 2**30)
+    assert rows == int(DEVICE_HEAD_FRACTION * 60 * 2**30) // (BYTES_PER_LOGIT * 151936) == 6625
+    assert device_head_chunk(151936, 0) == auto_head_chunk(151936) == 110  # never below the CPU's size
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_extraction_with_the_fused_kernel_matches_the_chunked_one(
+    arch: str,
+    loaded: dict[str, tuple[Any, Any]],  # noqa: F811
+    corpus: TokenizedCorpus,  # noqa: F811
+    windows: Windows,  # noqa: F811
+    model_dirs: dict[str, Path],  # noqa: F811
+) -> None:
+    """The same model, corpus and windows through both kernels: extract_ranks end to end (padded heads)."""
+    model, tokenizer = loaded[arch]
+    vocab = len(tokenizer)
+    stats: dict[str, Any] = {}
+    fused = extract_ranks(model, corpus, windows, vocab, scoring(batch_size=3, kernel="fused"), stats)
+    assert stats["kernel"] == "fused" and stats["head_chunk"] is None
+    chunked = extract_ranks(model, corpus, windows, vocab, scoring(batch_size=3, kernel="chunked"))
+    np.testing.assert_array_equal(fused.target, chunked.target)
+    hidden, targets = _head_inputs(model, corpus, windows)
+    head = model.get_output_embeddings()
+    logits = head(hidden).float()[:, :vocab]
+    tol = path_tolerance(logits, targets, hidden, head)
+    assert_ranks_close(fused.rank, chunked.rank, tol, f"{arch}: fused vs chunked")
+    assert_logprobs_close(fused.logprob, chunked.logprob, tol, f"{arch}: fused vs chunked")
+
+
+def _head_inputs(model: Any, tokens_of: TokenizedCorpus, cut: Windows) -> tuple[torch.Tensor, torch.Tensor]:
+    """Hidden states and targets of every scored token, in output order (one window at a time)."""
+    hidden, targets = [], []
+    with torch.inference_mode():
+        for w in range(len(cut)):
+            s, e, f = int(cut.start[w]), int(cut.end[w]), int(cut.score_from[w])
+            tokens = torch.from_numpy(tokens_of.doc(int(cut.doc[w]))[s:e].astype(np.int64))
+            h = model.base_model(input_ids=tokens[None]).last_hidden_state[0]
+            hidden.append(h[f - 1 - s : e - 1 - s])
+            targets.append(tokens[f - s : e - s])
+    return torch.cat(hidden), torch.cat(targets)
