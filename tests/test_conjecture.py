@@ -208,3 +208,20 @@ def test_emergence_figure_draws_a_panel_where_no_run_rate_is_positive(tmp_path) 
         png,
     )
     assert png.stat().st_size > 0 and png.with_suffix(".pdf").stat().st_size > 0
+
+
+@pytest.mark.parametrize(("mu", "sigma"), [(2.0, 1.5), (-3.0, 1.0), (-157.0, 20.0), (-157.0, 3.0), (-157.0, 0.5)])
+def test_appendix_b_holds_far_in_the_tail(mu: float, sigma: float) -> None:
+    """A bootstrap replicate with mu = -157 once raised a math domain error (P and phi underflow to 0 and the
+    normaliser's log was taken of 0): the closed form against the same formula in 60-digit arithmetic."""
+    import mpmath
+
+    mpmath.mp.dps = 60
+    m = mpmath.mpf(mu) / sigma
+    big_p, small_phi = mpmath.ncdf(m), mpmath.npdf(m)
+    c = big_p + small_phi / (2 * sigma)
+    exact_p1 = mpmath.log(mpmath.sqrt(2 * mpmath.pi) * sigma * c) + m * m / 2
+    exact_ce = exact_p1 + (big_p * (mu + mpmath.mpf(1) / 2 - m * m / 2) + small_phi * (sigma - m / 2)) / c
+    neg_log_p1, ce = appendix_b(mu, sigma)
+    assert neg_log_p1 == pytest.approx(float(exact_p1), rel=1e-9)
+    assert ce == pytest.approx(float(exact_ce), rel=1e-9, abs=1e-9)

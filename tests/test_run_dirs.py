@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rankscale.canon import text_key
+from rankscale.canon import short_hash, text_key
 from rankscale.config import ConfigError
 from rankscale.layout import DEFAULT_RUN, run_name
 from rankscale.plan import build_plan, layout
@@ -32,6 +32,18 @@ def test_run_is_named_by_the_configuration_or_its_file() -> None:
         run_name({"run": "ranks"}, [], DEFAULT)
     with pytest.raises(ConfigError, match=r"config file's name \(.*summary.yaml\).*set `run:`"):
         run_name({}, [Path("summary.yaml")], DEFAULT)
+
+
+def test_command_line_overrides_get_a_run_of_their_own() -> None:
+    """`--config` overrides are another configuration: the name + the overrides' digest, unless they name the run."""
+    law = {"analysis": {"law_form": "offset_power_law"}}
+    name = run_name({}, [DEFAULT], DEFAULT, law)
+    assert name == f"{DEFAULT_RUN}-{short_hash(law)}" and name != DEFAULT_RUN
+    assert run_name({}, [DEFAULT], DEFAULT, {"analysis": {"law_form": "offset_power_law"}}) == name  # same digest
+    assert run_name({}, [DEFAULT], DEFAULT, {"analysis": {"law_form": "power_law"}}) != name
+    assert run_name({}, [REPO / "config/seeds.yaml"], DEFAULT, law) == f"seeds-{short_hash(law)}"
+    assert run_name({"run": "mine"}, [DEFAULT], DEFAULT, {"run": "mine", **law}) == "mine"  # the user named it
+    assert run_name({}, [DEFAULT], DEFAULT, {}) == DEFAULT_RUN
 
 
 def plan_files(config: dict):
@@ -117,6 +129,28 @@ def test_a_second_configuration_keeps_the_first_ones_tables_and_files(smoke_run:
     assert meta["model"] == "mine-a" and meta["tokenizer_key"] == text_key(str(home / "tokenizer"))
     assert planned_jobs(work, "--configfile", "config/smoke.yaml") == Counter()  # the smoke run is still complete
     assert planned_jobs(work, *tables, "--configfile", "config/study.yaml") == Counter()
+
+
+@pytest.mark.slow
+def test_an_override_never_writes_into_the_runs_directory_and_switching_back_plans_nothing(
+    smoke_run: Path, tmp_path: Path
+) -> None:
+    """The collision a new user met: `--config analysis=...` over a finished run planned its tables into the run's
+    own directory. Now it writes results/smoke-<digest>/, and the run without the override has nothing to do."""
+    work = copy_run(smoke_run, tmp_path / "w")
+    smoke = files(work, "config/smoke.yaml")
+    override = {"analysis": {"law_form": "offset_power_law"}}
+    args = ("--configfile", "config/smoke.yaml", "--config", "analysis=" + json.dumps(override["analysis"]))
+    run = f"smoke-{short_hash(override)}"
+    tables = [f"results/{run}/tables/{name}.csv" for name in ("metrics", "powerlaw_fits")]
+    before = file_states(work, "results/smoke/**/*")
+    result = snakemake(work, "--cores", "2", *tables, *args)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    assert file_states(work, "results/smoke/**/*") == before  # the run's own directory untouched
+    fits = (work / f"results/{run}/tables/powerlaw_fits.csv").read_text()
+    assert fits != (work / smoke.table("powerlaw_fits")).read_text()  # another law form: other fits, elsewhere
+    assert planned_jobs(work, "--configfile", "config/smoke.yaml") == Counter()  # switching back: 0 jobs
+    assert planned_jobs(work, *tables, *args) == Counter()  # the same overrides: the same directory, complete
 
 
 @pytest.mark.slow

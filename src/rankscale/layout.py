@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rankscale.canon import keyed_name
+from rankscale.canon import keyed_name, short_hash
 from rankscale.config import ConfigError
 
 RESULTS, RESOURCES, LOGS = "results", "resources", "logs"
@@ -220,17 +220,28 @@ INTERMEDIATES = (Layout.CORPUS, Layout.TOKENS, Layout.TOKEN_KINDS, Layout.RANKS,
 RESERVED_RUNS = tuple(dict.fromkeys(Path(p).parts[1] for p in INTERMEDIATES))  # a run may not be called so
 
 
-def run_name(config: Mapping[str, Any], config_files: Sequence[str | Path], default_config: str | Path) -> str:
-    """The configuration's `run:`, else the stem of the last config file given besides the default, else `default`.
+def run_name(
+    config: Mapping[str, Any],
+    config_files: Sequence[str | Path],
+    default_config: str | Path,
+    overrides: Mapping[str, Any] | None = None,
+) -> str:
+    """The configuration's `run:`, else the stem of the last config file given besides the default, else `default`;
+    with command-line `--config` overrides that do not name the run, that name + `-` + the overrides' digest.
 
     Not inherited from config/config.yaml: an override file laid over the default is a different study, and
-    writing into results/default/ would overwrite the default's tables."""
+    writing into results/default/ would overwrite the default's tables. Overrides likewise: `--config
+    analysis=...` is another configuration, so its tables go to `results/default-<digest>/`, the same directory
+    for the same overrides, and the run without them still finds its own tables in place (0 jobs)."""
+    overrides = overrides or {}
     name = config.get("run")
+    given = [Path(f) for f in config_files if Path(f).resolve() != Path(default_config).resolve()]
     if name is None:
-        given = [Path(f) for f in config_files if Path(f).resolve() != Path(default_config).resolve()]
         name = given[-1].stem if given else DEFAULT_RUN
+    if overrides and "run" not in overrides:
+        name = f"{name}-{short_hash(dict(overrides))}"
     if name in RESERVED_RUNS:
-        where = "run" if config.get("run") is not None else f"the config file's name ({given[-1]})"
+        where = "run" if config.get("run") is not None or not given else f"the config file's name ({given[-1]})"
         raise ConfigError(f"{where}: {name!r} is a directory of intermediate files under results/; set `run:` "
                           f"to another name (not one of {', '.join(RESERVED_RUNS)})")  # fmt: skip
     return name

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import log_ndtr, ndtr
+from scipy.special import log_ndtr
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -234,13 +234,15 @@ def appendix_b(mu: float, sigma: float) -> tuple[float, float]:
         -log p_1 = log(sqrt(2 pi) sigma c) + m^2 / 2
         CE       = -log p_1 + [P (mu + 1/2 - m^2 / 2) + phi (sigma - m / 2)] / c
     The approximation is good when f varies slowly between integers (sigma not small).
+    Computed in log space: a replicate far in the tail (mu = -157: P and phi both underflow) keeps its
+    finite values instead of taking the log of 0.
     """
     m = mu / sigma
-    big_p = float(ndtr(m))
-    small_phi = math.exp(-0.5 * m * m - LOG_SQRT_2PI)
-    c = big_p + small_phi / (2 * sigma)
-    neg_log_p1 = math.log(math.sqrt(2 * math.pi) * sigma * c) + 0.5 * m * m
-    ce = neg_log_p1 + (big_p * (mu + 0.5 - 0.5 * m * m) + small_phi * (sigma - 0.5 * m)) / c
+    log_p = float(log_ndtr(m))
+    log_phi = -0.5 * m * m - LOG_SQRT_2PI
+    log_c = float(np.logaddexp(log_p, log_phi - math.log(2 * sigma)))
+    neg_log_p1 = LOG_SQRT_2PI + math.log(sigma) + log_c + 0.5 * m * m
+    ce = neg_log_p1 + math.exp(log_p - log_c) * (mu + 0.5 - 0.5 * m * m) + math.exp(log_phi - log_c) * (sigma - 0.5 * m)
     return neg_log_p1, ce
 
 

@@ -45,7 +45,8 @@ try:
     validate(config, Path(workflow.basedir) / "config/schema.yaml")
     PLAN = build_plan(config, validated=True)  # validated once, just above
     # every path (rankscale.layout): intermediates keyed by meaning, this configuration's own files under OUT
-    LAYOUT = layout(config, PLAN, workflow.configfiles, Path(workflow.basedir) / "config/config.yaml")
+    LAYOUT = layout(config, PLAN, workflow.configfiles, Path(workflow.basedir) / "config/config.yaml",
+                    dict(workflow.config_settings.config))  # `--config` overrides: a run directory of their own
 except ConfigError as exc:
     raise WorkflowError(f"config error: {exc}") from None
 

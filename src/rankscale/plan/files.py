@@ -35,9 +35,9 @@ def _key(name: str, meaning: Any) -> str:
 
 def layout(
     config: Mapping[str, Any], plans: Mapping[str, ModelPlan], config_files: Sequence[str | Path] = (),
-    default_config: str | Path = "config/config.yaml",
+    default_config: str | Path = "config/config.yaml", overrides: Mapping[str, Any] | None = None,
 ) -> Layout:  # fmt: skip
-    """Every file key of a validated configuration and its plan."""
+    """Every file key of a validated configuration and its plan (`overrides`: the command line's `--config`)."""
     datasets = sorted(config["datasets"])
     corpus_keys = {d: _key(d, corpus_spec(config, d)) for d in datasets}
     special = config["tokenization"]["add_special_tokens"]
@@ -61,7 +61,7 @@ def layout(
                 d, {"ranks": f"{name}/{rank_keys[(name, d)]}", "settings": settings, "model": plan.info()}
             )
     return Layout(
-        run=run_name(config, config_files, default_config),
+        run=run_name(config, config_files, default_config, overrides),
         corpus_keys=corpus_keys,
         token_keys=token_keys,
         rank_keys=rank_keys,
