@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rankscale import formats
-from rankscale.fingerprint import FormatVersion, code_digest, module_closure
+from rankscale.fingerprint import SCRIPTS, SRC, FormatVersion, code_digest, module_closure
 
 FORMATS = {name: value for name, value in vars(formats).items() if isinstance(value, FormatVersion)}
 
@@ -38,3 +38,23 @@ def test_the_digest_ignores_formatting_and_sees_code(tmp_path) -> None:
     script.write_text("from rankscale import statistics\n\ndef f(x):\n    return x + 2\n")
     assert code_digest(script) != digest
     assert any(path.name == "statistics.py" for path in module_closure(script))
+
+
+def test_the_rank_format_covers_only_what_extraction_runs() -> None:
+    """A change to a table, figure, fit or report module never asks for RANK_FORMAT's pin to move."""
+    closure = module_closure(*(SCRIPTS / f"{name}.py" for name in formats.RANK_FORMAT.scripts))
+    names = {path.relative_to(SRC / "rankscale").as_posix() for path in closure}
+    assert "extract.py" in names and "head.py" in names
+    analysis = {n for n in names if n.split("/")[0] in ("tables", "plots", "report", "laws", "summary", "trajectories")}
+    assert not analysis, f"the rank arrays' format covers analysis code: {sorted(analysis)}"
+
+
+def test_type_only_imports_are_not_code(tmp_path) -> None:
+    script = tmp_path / "job.py"
+    script.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from rankscale.tables import base\n"
+        "import typing\nif typing.TYPE_CHECKING:\n    from rankscale import plots\nfrom rankscale import canon\n"
+    )
+    found = {path.name for path in module_closure(script)}
+    assert "canon.py" in found and "base.py" not in found
+    assert "plots" not in {p.parent.name for p in module_closure(script)}
