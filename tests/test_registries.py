@@ -27,7 +27,7 @@ from rankscale.config import ConfigError, load_yaml, validate
 from rankscale.layout import Ladder, Layout
 from rankscale.plan.checks import check_analysis
 from rankscale.rankfile import load_rank_arrays
-from rankscale.tables import read_table
+from rankscale.tables import MODULES, TABLES, read_table
 from rankscale.tokens import load_tokens
 from rankscale.windows import WindowSpec, plan_windows
 from tests.conftest import REPO, copy_run, copy_workflow, job_key, planned_jobs, snakemake
@@ -403,3 +403,16 @@ def test_a_new_stratum_kind_runs_through_the_workflow(extended):
     )
     fits = read_table(work / "results/toy/tables/strata_fits.csv")
     assert set(fits.loc[fits["kind"] == "repeat", "stratum"]) == {"first", "repeat"}
+
+
+def test_a_registry_refuses_a_duplicate_name_and_lists_what_it_has() -> None:
+    from rankscale.registry import Registry
+
+    first, second = ("a", 1), ("a", 2)
+    with pytest.raises(ValueError, match=r"two tables are registered as 'a'"):
+        Registry("table", [first, ("b", 0), second], lambda e: e[0])
+    registry = Registry("figure", [("x", 1), ("y", 2)], lambda e: e[0])
+    assert list(registry) == ["x", "y"] and registry["y"] == ("y", 2) and len(registry) == 2
+    with pytest.raises(KeyError, match="no figure 'z'; registered: x, y"):
+        registry["z"]
+    assert len(TABLES) == len({t.name for module in MODULES for t in module.TABLES})

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from rankscale.plots import emergence, extrapolation, laws, lognormal, seeds, strata, tokens, training
 from rankscale.plots.common import Figure, FigureData, save
+from rankscale.registry import Registry
 
-FIGURES: dict[str, Figure] = {
-    f.name: f
-    for module in (laws, extrapolation, emergence, lognormal, training, seeds, strata, tokens)
-    for f in module.FIGURES
-}
+FIGURES: Registry[Figure] = Registry(
+    "figure",
+    (f for module in (laws, extrapolation, emergence, lognormal, training, seeds, strata, tokens) for f in module.FIGURES),
+    lambda f: f.name,
+)
 
 __all__ = ["FIGURES", "Figure", "FigureData", "save"]

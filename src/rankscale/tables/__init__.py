@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from rankscale.atomic import atomic_path
+from rankscale.registry import Registry
 from rankscale.summary import Summary
 from rankscale.tables import (
     cross_family,
@@ -47,7 +48,7 @@ MODULES = (
     strata,
     tokens,
 )
-TABLES: dict[str, Table] = {t.name: t for module in MODULES for t in module.TABLES}
+TABLES: Registry[Table] = Registry("table", (t for module in MODULES for t in module.TABLES), lambda t: t.name)
 
 
 def build_table(
