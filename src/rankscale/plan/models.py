@@ -21,7 +21,13 @@ from rankscale.identity import SETTING_KEYS
 from rankscale.layout import Ladder
 from rankscale.models import ModelSource
 from rankscale.plan.checks import check_config, check_local_model, check_plans, check_windows, mark_checkpoints
-from rankscale.plan.keys import distinct_tokenizer_keys, ladder_dir, ladder_tokenizer_key, tokenizer_key
+from rankscale.plan.keys import (
+    distinct_tokenizer_keys,
+    ladder_dir,
+    ladder_tokenizer_key,
+    local_tokenizer_digest,
+    tokenizer_key,
+)
 from rankscale.plan.types import RUNTIME_KEYS, ModelPlan, Runtime
 from rankscale.schedule import tokens_seen
 
@@ -139,6 +145,10 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True, validated: b
         if name in plans:
             raise ConfigError(f"{where}.name: duplicate model name {name!r}")
         source, tok_key, positions, gguf = _source(entry, where, check_paths, ladder)
+        # a `path:` model and its local tokenizer are known by content: a study moved elsewhere keeps its keys
+        by_content = bool(entry.get("path"))
+        tok_digest = local_tokenizer_digest(source) if by_content else None
+        tok_key = f"local-{tok_digest}" if tok_digest else tok_key
         settings = _merged(defaults, entry, SETTING_KEYS)
         keys = {k: f"{where}.{k}" if k in entry else f"extraction.{k}" for k in (*SETTING_KEYS, *RUNTIME_KEYS)}
         check_windows(settings, keys, positions, name)
@@ -166,6 +176,8 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True, validated: b
             seed=entry.get("seed"),
             replica_of=entry.get("replica_of") or "",
             gguf=gguf,
+            tokenizer_digest=tok_digest,
+            by_content=by_content,
         )
     if not plans:
         raise ConfigError("models: the configuration lists no models (ladder.sizes and models are both empty)")
