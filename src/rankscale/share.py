@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from rankscale.config import load_yaml, validate
+from rankscale.config import ConfigError, load_yaml, validate
 from rankscale.dvc_stages import ShareError, Stage, merge, read_stages, stage_configs
 from rankscale.identity import CORPUS_SHA, OWN_SHA, problems
 from rankscale.layout import Layout
@@ -341,6 +341,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             found = restore(root, args.configfile)
     except ShareError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except ConfigError as exc:  # as the workflow prints it: one line per problem, naming the file
+        from rankscale.plan.errors import error_lines
+
+        print("\n".join(error_lines(exc, args.configfile, DEFAULT_CONFIG)), file=sys.stderr)
         return 1
     print(f"{len(found.verified)} rank arrays verified and marked up to date")
     for path, why in found.stale.items():

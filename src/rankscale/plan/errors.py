@@ -80,7 +80,9 @@ def inherited_note(user_files: Sequence[str | Path], default: str | Path) -> str
         parts.append(f"models {[m.get('name') for m in models if isinstance(m, Mapping)]}")
     names = ", ".join(shown(f) for f in user_files)
     inherited = "; ".join(parts) or "its settings"
+    one = len(user_files) == 1
     return (
-        f"note: {names} set no `datasets:`, so they extend {shown(default)} and inherit its {inherited}; "
-        "add `datasets:` to make them a complete configuration of their own"
+        f"note: {names} {'sets' if one else 'set'} no `datasets:`, so {'it extends' if one else 'they extend'} "
+        f"{shown(default)} and {'inherits' if one else 'inherit'} its {inherited}; add `datasets:` to make "
+        f"{'it' if one else 'them'} a complete configuration of {'its' if one else 'their'} own"
     )
