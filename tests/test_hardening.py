@@ -312,7 +312,7 @@ def test_accepted_inputs_plan(workflow_copy: Path, tmp_path: Path) -> None:
     """What is handled rather than refused: upper-case suffixes, declared formats, skipped records,
     and two local paths the old key mixed up ('ckpt v1', 'ckpt-v1') get a tokenizer each."""
     config = copy.deepcopy(SMOKE)
-    (tmp_path / "A.JSONL.GZ").write_bytes(gzip.compress(_lines({"text": "hello"}, {"text": None})))
+    (tmp_path / "A.JSONL.GZ").write_bytes(gzip.compress(_lines({"text": "hello"}, {"text": "world"})))
     (tmp_path / "notes.data").write_text("plain text")
     config["datasets"]["upper"] = {"source": "local", "path": str(tmp_path / "A.JSONL.GZ")}
     config["datasets"]["declared"] = {"source": "local", "path": str(tmp_path / "notes.data"), "format": "txt"}

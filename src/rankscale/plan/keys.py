@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rankscale.canon import canonical, short_hash, text_key
-from rankscale.config import dataset_spec, validate
+from rankscale.config import ConfigError, dataset_spec, validate
 from rankscale.fingerprint import file_digest, tokenizer_digest
 from rankscale.formats import TRAIN_FORMAT
 from rankscale.layout import LADDERS, NO_LADDER
@@ -47,10 +47,15 @@ def corpus_meaning(spec: Mapping[str, Any]) -> dict[str, Any]:
     params = corpus_params(spec)
     if spec.get("source") != "local" or not Path(str(spec.get("path"))).is_file():
         return params
+    from rankscale.corpus import CorpusError
     from rankscale.sources.local import file_format
 
     path = Path(str(spec["path"]))
-    fmt = file_format(dataset_spec(spec), "dataset")
+    try:
+        fmt = file_format(dataset_spec(spec), "dataset")
+    except (CorpusError, ConfigError):
+        return params  # refused with its key by the dataset checks (rankscale.plan.checks), which run before any job
+
     content = {"content": file_digest(path), "format": fmt, **({"name": path.name} if fmt == "txt" else {})}
     return canonical({**{k: v for k, v in params.items() if k != "path"}, **content})
 
@@ -87,8 +92,8 @@ def local_tokenizer_digest(source: ModelSource) -> str | None:
     location = Path(source.tokenizer_location)
     if source.tokenizer is not None and source.tokenizer_ref is not None:
         return None  # a hub tokenizer
-    if not location.is_dir() or (not location.is_absolute() and location.parts[:1] == ("resources",)):
-        return None
+    if not location.is_dir() or location.resolve().is_relative_to(Path("resources").resolve()):
+        return None  # the workflow's own output (resources/ladder, resources/gguf): keyed where it is made
     return tokenizer_digest(location)
 
 

@@ -79,7 +79,7 @@ def _records(path: Path, where: str) -> Iterator[tuple[int, Any]]:
     for i, line in _lines(path, where):
         if line.strip():
             try:
-                yield i, json.loads(line)
+                yield i, json.loads(line.rstrip("\r\n"))  # so an error's column is on this line
             except json.JSONDecodeError as exc:
                 raise CorpusError(
                     f"{where}: {path}:{i} is not valid JSON ({exc.msg}, column {exc.colno}); fix or remove that line"
