@@ -183,11 +183,11 @@ def test_track_keeps_every_other_configurations_stages(tmp_path):
     assert stage_configs(again.stages["corpus"]["cmd"]) == []
 
 
-def test_track_refuses_a_directory_another_configuration_tracks_without_its_files(tmp_path):
+def test_track_refuses_an_output_another_configuration_tracks_without_its_files(tmp_path):
     (tmp_path / "results/tokens/t").mkdir(parents=True)
     other = {"tokens-t": _stage("tokens-t", "snakemake a", "results/tokens/t", "results/corpus/gone.jsonl").as_dvc()}
     ours = [_stage("tokens-t", "snakemake b --configfile c.yaml", "results/tokens/t")]
-    with pytest.raises(ShareError, match="results/tokens/t is tracked by stage 'tokens-t' of another configuration"):
+    with pytest.raises(ShareError, match="results/tokens/t is an output of stage 'tokens-t' of another configuration"):
         merge(other, ours, ["c.yaml"], "c", tmp_path)
 
 

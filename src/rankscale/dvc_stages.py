@@ -75,8 +75,8 @@ def merge(existing: Mapping[str, dict[str, Any]], ours: Sequence[Stage], config_
     """This configuration's stages in place of its earlier ones, every other configuration's kept as written.
 
     Our names are prefixed with the run's (`<run>-corpus`) where another configuration has the name; an output
-    another stage holds is left to it (a directory of it is recorded again where all its outputs exist here,
-    so it holds both configurations' files); an output inside another's, or holding one, is refused."""
+    another stage holds is left to it, and that stage is recorded again (so a directory holds both configurations'
+    files), which needs all its outputs here; an output inside another's, or holding one, is refused."""
     kept = {name: entry for name, entry in existing.items() if stage_configs(str(entry.get("cmd", ""))) != list(config_files)}
     owner = {out: name for name, entry in kept.items() for out in outs_of(entry)}
     stages: dict[str, dict[str, Any]] = dict(kept)
@@ -85,15 +85,16 @@ def merge(existing: Mapping[str, dict[str, Any]], ours: Sequence[Stage], config_
         outs = []
         for out in stage.outs:
             if out in owner:
-                others = outs_of(kept[owner[out]])
-                if all((root / o).exists() for o in others):
-                    shared.add(owner[out])
-                elif (root / out).is_dir():
+                entry = kept[owner[out]]
+                if not all((root / o).exists() for o in outs_of(entry)):  # DVC records a stage whole, or not at all
+                    configs = " ".join(stage_configs(str(entry["cmd"]))) or "none: the default"
                     raise ShareError(
-                        f"{out} is tracked by stage {owner[out]!r} of another configuration "
-                        f"({' '.join(stage_configs(kept[owner[out]]['cmd'])) or 'the default'}), whose other outputs "
-                        "are not here; run that configuration too, or track this one in its own clone"
+                        f"{out} is an output of stage {owner[out]!r} of another configuration (--configfile {configs}), "
+                        f"whose other outputs are not here, so it cannot be recorded with this one's: make them with "
+                        f"that stage's command (`{entry['cmd']}`), or remove that configuration's stages from dvc.yaml "
+                        "if it is not shared"
                     )
+                shared.add(owner[out])
                 continue
             clash = next((o for o in owner if _inside(o, out)), None)
             if clash:
