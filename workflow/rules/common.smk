@@ -13,6 +13,7 @@ if SRC not in sys.path:
     sys.path.insert(0, SRC)
 
 from rankscale.config import ConfigError, load_yaml, validate  # noqa: E402
+from rankscale.corpus import CorpusError  # noqa: E402
 from rankscale.downloads import extraction_downloads, hub_downloads  # noqa: E402
 from rankscale.fingerprint import code_digest  # noqa: E402
 from rankscale import manifest as manifest_module  # noqa: E402
@@ -53,7 +54,7 @@ try:
     check_written(config, PLAN, [WRITTEN[str(f)] for f in USER_CONFIGS])
     # every path (rankscale.layout): intermediates keyed by meaning, this configuration's own files under OUT
     LAYOUT = layout(config, PLAN, workflow.configfiles, DEFAULT_CONFIG)
-except ConfigError as exc:  # one line per problem, naming the file, before any job and without a traceback
+except (ConfigError, CorpusError) as exc:  # one line per problem, naming the file, no traceback
     print("\n".join(error_lines(exc, USER_CONFIGS, DEFAULT_CONFIG if EXTENDS_DEFAULT or not USER_CONFIGS else None)),
           file=sys.stderr)  # fmt: skip
     sys.exit(1)

@@ -52,13 +52,14 @@ def file_of(line: str, user_files: Sequence[Path], default: Path | None) -> str:
     return shown(default) if default is not None else "the configuration"
 
 
-def error_lines(exc: ConfigError, user_files: Sequence[str | Path], default: str | Path | None) -> list[str]:
+def error_lines(exc: ValueError, user_files: Sequence[str | Path], default: str | Path | None) -> list[str]:
     """Every line of a configuration error, each `config error in <file>: <message>`."""
     files = [Path(f) for f in user_files]
     fallback = Path(default) if default is not None else None
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()] or [str(exc)]
-    if exc.file:
-        return [f"{PREFIX} {shown(exc.file)}: {line}" for line in lines]
+    file = getattr(exc, "file", None)  # a ConfigError's, where it names a file (a CorpusError names its own)
+    if file:
+        return [f"{PREFIX} {shown(file)}: {line}" for line in lines]
     return [f"{PREFIX} {file_of(line, files, fallback)}: {line}" for line in lines]
 
 
