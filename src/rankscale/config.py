@@ -22,13 +22,13 @@ NAME_HINT = " (names become file and directory names: letters, digits, '.', '_' 
 class ConfigError(ValueError):
     """The configuration is unusable; each line of the message names the key and the value, and the fix.
 
-    `file` is the file (with its line, `path:line`) where it is known; otherwise the workflow names the
+    `origin` is the file (with its line, `path:line`) where it is known; otherwise the workflow names the
     configuration file that sets the key (rankscale.plan.errors).
     """
 
-    def __init__(self, message: str, file: str | None = None) -> None:
+    def __init__(self, message: str, origin: str | None = None) -> None:
         super().__init__(message)
-        self.file = file
+        self.origin = origin
 
 
 @cache
@@ -87,7 +87,7 @@ class UniqueKeyLoader(yaml.SafeLoader):
                 raise ConfigError(
                     f"duplicate key {key!r} (first given on line {seen[key]}); YAML would silently keep only the "
                     "last one: remove one of them",
-                    file=f"{self.source}:{line}",
+                    origin=f"{self.source}:{line}",
                 )
             seen[key] = line
         return super().construct_mapping(node, deep=deep)
@@ -109,7 +109,7 @@ def load_yaml(path: str | Path) -> Any:
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         column = f" (column {mark.column + 1})" if mark is not None else ""
-        raise ConfigError(f"not valid YAML: {what}{column}; fix the syntax at that line", file=where) from None
+        raise ConfigError(f"not valid YAML: {what}{column}; fix the syntax at that line", origin=where) from None
     finally:
         loader.dispose()
 
@@ -118,7 +118,7 @@ def _unique_pairs(pairs: list[tuple[str, Any]], path: str | Path) -> dict[str, A
     keys = [key for key, _ in pairs]
     duplicates = sorted({key for key in keys if keys.count(key) > 1})
     if duplicates:
-        raise ConfigError(f"duplicate key {duplicates[0]!r} in one JSON object; remove one of them", file=str(path))
+        raise ConfigError(f"duplicate key {duplicates[0]!r} in one JSON object; remove one of them", origin=str(path))
     return dict(pairs)
 
 

@@ -17,10 +17,10 @@ and comments do not change a digest; everything else in the code behind an outpu
 
 from rankscale.fingerprint import FormatVersion
 
-CORPUS_FORMAT = FormatVersion(version=1, code="b01898db28ddf54f", scripts=("corpus",))
+CORPUS_FORMAT = FormatVersion(version=1, code="ad799d774c776153", scripts=("corpus",))
 # version 2: each document begins with the start tokens its tokenizer adds (a BOS), never with an appended EOS
 # (a GPU's float32 head from the tensor cores, the float32 head up to its sums' order; the summaries' documents: same version)
-RANK_FORMAT = FormatVersion(version=2, code="7354c2d3590f36b7", scripts=("tokenize", "extract"))
+RANK_FORMAT = FormatVersion(version=2, code="90a99b847b663a7f", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
-    version=1, code="4fd8f1f6fbca7e81", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
+    version=1, code="2335318f47008c1b", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )

@@ -57,9 +57,9 @@ def error_lines(exc: ValueError, user_files: Sequence[str | Path], default: str 
     files = [Path(f) for f in user_files]
     fallback = Path(default) if default is not None else None
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()] or [str(exc)]
-    file = getattr(exc, "file", None)  # a ConfigError's, where it names a file (a CorpusError names its own)
-    if file:
-        return [f"{PREFIX} {shown(file)}: {line}" for line in lines]
+    origin = exc.origin if isinstance(exc, ConfigError) else None  # the file and line a ConfigError names
+    if origin:
+        return [f"{PREFIX} {shown(origin)}: {line}" for line in lines]
     return [f"{PREFIX} {file_of(line, files, fallback)}: {line}" for line in lines]
 
 
