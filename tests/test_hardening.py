@@ -58,6 +58,11 @@ def _broken_model_config(config: dict, tmp: Path) -> None:
     (tmp / "model/config.json").write_text('{"model_type": "gpt_neox",\n  "hidden_size": 16,,\n}')
 
 
+def _k_above_local_vocabulary(config: dict, tmp: Path) -> None:
+    _local_model()(config, tmp)  # 64 tokens in its config.json
+    config["figures"]["rbp_k"] = [10, 50, 100]
+
+
 def _stride_against_window(config: dict, tmp: Path) -> None:
     config["extraction"]["stride"] = 40  # fine for the 64-token default window, not for pydoc's 32
     config["datasets"]["pydoc"]["windows"] = {"max_length": 32}
@@ -97,7 +102,10 @@ PLAN_ERRORS = {
     ),
     "window beyond a local model's positions": (
         _local_model(max_length=4096),
-        ["models[0].max_length: 4096 exceeds the 2048 positions of local model 'mine'", "max_position_embeddings"],
+        [
+            "models[0].max_length: 4096 exceeds the 2048 positions of local model 'mine'",
+            "max_position_embeddings); write `max_length: 2048` (or less) at models[0].max_length",
+        ],
     ),
     "default window beyond a local model's positions": (
         _positions(32),
@@ -153,7 +161,47 @@ PLAN_ERRORS = {
         _file_dataset("data.jsonl", _lines({"text": ["a", True]})),
         ["text field 'text' holds a boolean inside its list"],
     ),
+    # every line of a local file, not only the first, before any job (it used to fail the corpus job)
+    "a late line that is not JSON": (
+        _file_dataset("data.jsonl", _lines({"text": "one"}, {"text": "two"}, {"text": "three"}) + b'{"text": "x"\n'),
+        ["datasets.mine", "data.jsonl:4 is not valid JSON (Expecting ',' delimiter, column 13); fix or remove that line"],
+    ),
+    "a late record without text": (
+        _file_dataset("data.jsonl", _lines({"text": "one"}, {"text": "two"}, {"text": None})),
+        ["datasets.mine (", "data.jsonl:3): text field 'text' holds null", "skip_invalid_records: true"],
+    ),
+    # unknown keys: did you mean
+    "misspelt top-level key": (_set("extraktion", {}), ["(top level): unknown key ('extraktion' was unexpected); "
+                                                        "did you mean 'extraction'?"]),  # fmt: skip
+    "misspelt model key": (
+        _models({"name": "m", "family": "f", "hub_id": "a/b", "revison": "v1"}),
+        ["models[0]: unknown key ('revison' was unexpected); did you mean 'revision'?"],
+    ),
+    # what passed silently: a k no rank can reach, a wrong published size
+    "law_k above the ladder's vocabulary": (
+        _set("analysis.law_k", [1, 10, 5000]),
+        ["analysis.law_k: k = [5000] exceeds |V| = 512 of model 'smoke-a' (ladder.tokenizer.vocab_size)",
+         "keep every k at most 512"],  # fmt: skip
+    ),
+    "rbp_k above a local model's vocabulary": (
+        _k_above_local_vocabulary,
+        ["figures.rbp_k: k = [100] exceeds |V| = 64 of model 'mine'", "model/config.json: vocab_size)"],
+    ),
+    "wrong S on a path: model": (
+        _local_model(S=12345),
+        ["models[0].S: model 'mine' says S = 12345, but its config.json describes 2256 non-embedding parameters; "
+         "write `S: 2256` or remove `S:`"],  # fmt: skip
+    ),
 }
+
+
+def assert_one_line_errors(output: str, file: str = "config/case.yaml") -> None:
+    """Every configuration error as one line naming the file, `config error in <file>: <key>: ...`, and no
+    traceback or Snakemake wrapping around it."""
+    errors = [line for line in output.splitlines() if line.startswith("config error in ")]
+    assert errors, output[-3000:]
+    assert all(line.startswith(f"config error in {file}") for line in errors), errors
+    assert "Traceback" not in output and "WorkflowError" not in output and "common.smk" not in output, output[-3000:]
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +229,7 @@ def test_refused_before_any_job(case: str, workflow_copy: Path, tmp_path: Path) 
         counts.unlink(missing_ok=True)
     output = result.stdout + result.stderr
     assert result.returncode == 1, output[-3000:]
-    assert "config error:" in output, output[-3000:]
+    assert_one_line_errors(output)
     for text in expected:
         assert text in output, f"{text!r} not in:\n{output[-3000:]}"
     assert not (workflow_copy / "results").exists(), "no job may start on a bad configuration"
@@ -198,11 +246,61 @@ def test_duplicate_yaml_key_is_refused_with_file_and_line(workflow_copy: Path) -
     assert not (workflow_copy / "results").exists()
 
 
+def test_several_problems_give_one_line_each_naming_the_users_file(workflow_copy: Path) -> None:
+    """A partial file's errors name it (not config/schema.yaml, not common.smk), one line each, with the fix."""
+    (workflow_copy / "config/partial.yaml").write_text("extraction:\n  dtype: float64\n  batchsize: 4\n")
+    result = snakemake(workflow_copy, "-n", "--cores", "1", "--configfile", "config/partial.yaml")
+    output = _output(result)
+    assert result.returncode == 1
+    assert_one_line_errors(output, "config/partial.yaml")
+    errors = [line for line in output.splitlines() if line.startswith("config error in ")]
+    assert errors == [
+        "config error in config/partial.yaml: extraction: unknown key ('batchsize' was unexpected); "
+        "did you mean 'batch_size'?",
+        "config error in config/partial.yaml: extraction.dtype: 'float64' is not one of "
+        "['float32', 'bfloat16', 'float16']; write one of these",
+    ]
+    assert "schema.yaml" not in output and not (workflow_copy / "results").exists()
+
+
+def test_a_file_without_datasets_says_what_it_inherits(workflow_copy: Path) -> None:
+    """Overriding a few settings of the default run is legitimate: a note, once, naming what comes with it."""
+    default = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    (workflow_copy / "config/partial.yaml").write_text("extraction:\n  batch_size: 4\n")
+    result = snakemake(workflow_copy, "-n", "--cores", "1", "--configfile", "config/partial.yaml")
+    assert result.returncode == 0, _output(result)[-3000:]
+    notes = [line for line in _output(result).splitlines() if "sets no `datasets:`" in line]
+    assert notes == [
+        f"rankscale: note: config/partial.yaml sets no `datasets:`, so it extends config/config.yaml and inherits "
+        f"its datasets {sorted(default['datasets'])}; a ladder of {len(default['ladder']['sizes'])} sizes trained "
+        "here; add `datasets:` to make it a complete configuration of its own"
+    ]
+    complete = snakemake(workflow_copy, "-n", "--cores", "1", "--configfile", "config/smoke.yaml")
+    assert complete.returncode == 0 and "datasets:`" not in _output(complete)
+
+
+def test_unreadable_yaml_names_file_and_line(workflow_copy: Path) -> None:
+    """Where rankscale reads a config file itself (share.py; Snakemake refuses such a file before the workflow
+    runs: docs/troubleshooting.md), a YAML syntax error is one line with the file and the line."""
+    import sys
+
+    (workflow_copy / "config/broken.yaml").write_text("extraction:\n  dtype: float32\n  batch_size: [4\n")
+    result = subprocess.run(
+        [sys.executable, "workflow/share.py", "restore", "--configfile", "config/broken.yaml"],
+        cwd=workflow_copy, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "config error in config/broken.yaml:4: not valid YAML: expected ',' or ']', but got '<stream end>' "
+        "(column 1); fix the syntax at that line"
+    ), result.stderr
+
+
 def test_one_bad_extraction_value_names_only_that_key(workflow_copy: Path) -> None:
     config = copy.deepcopy(SMOKE)
     config["extraction"]["dtype"] = "float64"
     output = _output(dry_run(workflow_copy, config))
-    assert "extraction.dtype: 'float64' is not one of" in output
+    assert "config error in config/case.yaml: extraction.dtype: 'float64' is not one of" in output
     assert "Unevaluated properties" not in output and "was unexpected" not in output
 
 
@@ -214,7 +312,7 @@ def test_accepted_inputs_plan(workflow_copy: Path, tmp_path: Path) -> None:
     """What is handled rather than refused: upper-case suffixes, declared formats, skipped records,
     and two local paths the old key mixed up ('ckpt v1', 'ckpt-v1') get a tokenizer each."""
     config = copy.deepcopy(SMOKE)
-    (tmp_path / "A.JSONL.GZ").write_bytes(gzip.compress(_lines({"text": "hello"}, {"text": None})))
+    (tmp_path / "A.JSONL.GZ").write_bytes(gzip.compress(_lines({"text": "hello"}, {"text": "world"})))
     (tmp_path / "notes.data").write_text("plain text")
     config["datasets"]["upper"] = {"source": "local", "path": str(tmp_path / "A.JSONL.GZ")}
     config["datasets"]["declared"] = {"source": "local", "path": str(tmp_path / "notes.data"), "format": "txt"}

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import copy
 import re
+import shutil
 
 import pytest
 import yaml
 
 from rankscale.config import validate
+from rankscale.dvc_stages import Stage, merge, read_stages, stage_configs
 from rankscale.formats import RANK_FORMAT
 from rankscale.layout import Layout
 from rankscale.plan import build_plan, ladder_dir, layout
-from rankscale.share import ShareError, dvc_stages, load_config, sidecar_mismatches, write_dvc_yaml
+from rankscale.share import ShareError, dvc_stages, load_config, main, sidecar_mismatches, write_dvc_yaml
 from tests.conftest import REPO
 
 SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
@@ -147,3 +149,54 @@ def test_pulled_arrays_must_match_the_config(meta, tokens, problem):
         assert problems == []
     else:
         assert any(problem in p for p in problems), problems
+
+
+def _stage(name: str, cmd: str, *outs: str) -> Stage:
+    return Stage(name, cmd, outs)
+
+
+def test_track_keeps_every_other_configurations_stages(tmp_path):
+    """The default's committed stages survive tracking another configuration; names it shares get the run's prefix;
+    an output the default already tracks stays the default's; re-tracking replaces only this configuration's."""
+    (tmp_path / "results/corpus").mkdir(parents=True)
+    for name in ("h.jsonl", "p.jsonl", "mine.jsonl"):
+        (tmp_path / "results/corpus" / name).write_text("{}\n")
+    default = {
+        "corpus": _stage("corpus", "snakemake --cores all results/corpus/h.jsonl", "results/corpus/h.jsonl",
+                         "results/corpus/p.jsonl").as_dvc(),  # fmt: skip
+        "model-a": _stage("model-a", "snakemake --cores all results/ranks/a/h.npz", "results/ranks/a").as_dvc(),
+    }
+    ours = [
+        _stage("corpus", "snakemake --cores all x --configfile config/my.yaml", "results/corpus/h.jsonl",
+               "results/corpus/mine.jsonl"),  # fmt: skip
+        _stage("model-b", "snakemake --cores all y --configfile config/my.yaml", "results/ranks/b"),
+    ]
+    merged = merge(default, ours, ["config/my.yaml"], "my", tmp_path)
+    assert {k: merged.stages[k] for k in default} == default  # never overwritten
+    assert merged.ours == ["my-corpus", "model-b"]
+    assert merged.stages["my-corpus"]["outs"] == [{"results/corpus/mine.jsonl": {"persist": True}}]
+    assert merged.shared == ["corpus"]  # recorded again: its files are all here
+    write_dvc_yaml(tmp_path / "dvc.yaml", merged.stages)
+    again = merge(read_stages(tmp_path / "dvc.yaml"), ours[:1], ["config/my.yaml"], "my", tmp_path)
+    assert list(again.stages) == ["corpus", "model-a", "my-corpus"]  # model-b left this configuration: its stage goes
+    assert stage_configs(again.stages["my-corpus"]["cmd"]) == ["config/my.yaml"]
+    assert stage_configs(again.stages["corpus"]["cmd"]) == []
+
+
+def test_track_refuses_an_output_another_configuration_tracks_without_its_files(tmp_path):
+    (tmp_path / "results/tokens/t").mkdir(parents=True)
+    other = {"tokens-t": _stage("tokens-t", "snakemake a", "results/tokens/t", "results/corpus/gone.jsonl").as_dvc()}
+    ours = [_stage("tokens-t", "snakemake b --configfile c.yaml", "results/tokens/t")]
+    with pytest.raises(ShareError, match="results/tokens/t is an output of stage 'tokens-t' of another configuration"):
+        merge(other, ours, ["c.yaml"], "c", tmp_path)
+
+
+def test_restore_that_verifies_nothing_fails_and_says_which_configfile(tmp_path, monkeypatch, capsys):
+    """`pull` without the --configfile the arrays were tracked with verified 0 arrays and exited 0."""
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    write_dvc_yaml(tmp_path / "dvc.yaml", [_stage("model-x", "snakemake x --configfile config/smoke.yaml", "r/x")])
+    monkeypatch.chdir(tmp_path)
+    assert main(["restore"]) == 1
+    err = capsys.readouterr().err
+    assert "no pulled rank array matches a model of this configuration (--configfile: none" in err
+    assert "dvc.yaml tracks `--configfile config/smoke.yaml`" in err

@@ -256,8 +256,13 @@ def test_restore_recomputes_arrays_the_config_does_not_describe(colleague, tmp_p
             assert other.ranks(m, d) != pulled.ranks(m, d)
             for ext in ("npz", "json"):
                 shutil.copy2(clone / pulled.ranks(m, d, ext), clone / other.ranks(m, d, ext))
-    out = share(clone, "restore", "--configfile", "config/other.yaml")
+    result = subprocess.run(
+        [sys.executable, "workflow/share.py", "restore", "--configfile", "config/other.yaml"],
+        cwd=clone, env=ENV, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    out = result.stdout
     assert "0 rank arrays verified" in out and "ties: array has 'ge', config says 'gt'" in out
+    assert result.returncode == 1 and "no pulled rank array matches a model of this configuration" in result.stderr
     plan = planned_jobs(clone, "--configfile", "config/other.yaml")
     expected = [job_key("extract", model=m, dataset=d) for m in [*MODELS, "smoke-d"] for d in DATASETS]
     assert extraction_or_training(plan) == sorted(expected)

@@ -20,7 +20,15 @@ NAME_HINT = " (names become file and directory names: letters, digits, '.', '_' 
 
 
 class ConfigError(ValueError):
-    """The configuration is unusable; the message names the key and the value."""
+    """The configuration is unusable; each line of the message names the key and the value, and the fix.
+
+    `origin` is the file (with its line, `path:line`) where it is known; otherwise the workflow names the
+    configuration file that sets the key (rankscale.plan.errors).
+    """
+
+    def __init__(self, message: str, origin: str | None = None) -> None:
+        super().__init__(message)
+        self.origin = origin
 
 
 @cache
@@ -77,8 +85,9 @@ class UniqueKeyLoader(yaml.SafeLoader):
             line = key_node.start_mark.line + 1
             if key in seen:
                 raise ConfigError(
-                    f"{self.source}:{line}: duplicate key {key!r} (first given on line {seen[key]}); "
-                    "YAML would silently keep only the last one"
+                    f"duplicate key {key!r} (first given on line {seen[key]}); YAML would silently keep only the "
+                    "last one: remove one of them",
+                    origin=f"{self.source}:{line}",
                 )
             seen[key] = line
         return super().construct_mapping(node, deep=deep)
@@ -96,7 +105,11 @@ def load_yaml(path: str | Path) -> Any:
     try:
         return loader.get_single_data()
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        column = f" (column {mark.column + 1})" if mark is not None else ""
+        raise ConfigError(f"not valid YAML: {what}{column}; fix the syntax at that line", origin=where) from None
     finally:
         loader.dispose()
 
@@ -105,7 +118,7 @@ def _unique_pairs(pairs: list[tuple[str, Any]], path: str | Path) -> dict[str, A
     keys = [key for key, _ in pairs]
     duplicates = sorted({key for key in keys if keys.count(key) > 1})
     if duplicates:
-        raise ConfigError(f"{path}: duplicate key {duplicates[0]!r} in one JSON object")
+        raise ConfigError(f"duplicate key {duplicates[0]!r} in one JSON object; remove one of them", origin=str(path))
     return dict(pairs)
 
 
@@ -147,35 +160,62 @@ def _validator_class(root: Mapping[str, Any]) -> Any:
                         instance[key].setdefault(inner, copy.deepcopy(value))
         yield from check_properties(validator, properties, instance, schema)
 
-    def known_keys(validator: Any, instance: dict[str, Any], schema: Any) -> set[str]:
+    def defined_keys(validator: Any, instance: dict[str, Any], schema: Any) -> set[str] | None:
+        """The keys the branches that apply to `instance` define (None: any key is allowed)."""
         if not isinstance(schema, dict):
             return set()
         if schema.get("additionalProperties") is True:
-            return set(instance)
-        known = set(schema.get("properties", {})) & set(instance)
+            return None
+        defined: set[str] | None = set(schema.get("properties", {}))
         parts = list(schema.get("allOf", []))
         if "$ref" in schema:
             parts.append(_resolve(root, schema["$ref"]))
         if "if" in schema:
             parts.append(schema.get("then" if validator.evolve(schema=schema["if"]).is_valid(instance) else "else"))
         for part in parts:
-            known |= known_keys(validator, instance, part)
-        return known
+            inner = defined_keys(validator, instance, part)
+            defined = None if defined is None or inner is None else defined | inner
+        return defined
 
     def unevaluated_properties(validator: Any, unevaluated: Any, instance: Any, schema: Any) -> Iterator[Any]:
         if unevaluated is not False:
             raise ValueError(f"the schema's unevaluatedProperties: only `false` is supported, not {unevaluated!r}")
         if isinstance(instance, dict):
-            unknown = sorted(set(instance) - known_keys(validator, instance, schema), key=str)
-            if unknown:
-                verb = "was" if len(unknown) == 1 else "were"
-                yield jsonschema.ValidationError(
-                    f"Unevaluated properties are not allowed ({', '.join(map(repr, unknown))} {verb} unexpected)"
-                )
+            defined = defined_keys(validator, instance, schema)
+            if defined is None:
+                return
+            elsewhere = all_keys(schema, root)
+            for key in sorted(set(instance) - defined, key=str):
+                hint = "another kind of entry (`source:`) has it; remove it" if key in elsewhere else did_you_mean(key, defined)
+                yield jsonschema.ValidationError(f"unknown key ({key!r} was unexpected); {hint}")
 
     return jsonschema.validators.extend(
         base, {"properties": properties_with_defaults, "unevaluatedProperties": unevaluated_properties}
     )
+
+
+def all_keys(schema: Any, root: Mapping[str, Any] | None = None, seen: frozenset[str] = frozenset()) -> set[str]:
+    """Every key an object under `schema` may have, whichever branch applies (for suggestions)."""
+    if not isinstance(schema, dict):
+        return set()
+    root = root if root is not None else load_schema()
+    keys = set(schema.get("properties", {}))
+    for part in [*schema.get("allOf", []), schema.get("then"), schema.get("else")]:
+        keys |= all_keys(part, root, seen)
+    ref = schema.get("$ref")
+    if ref and ref not in seen:
+        keys |= all_keys(_resolve(root, ref), root, seen | {ref})
+    return keys
+
+
+def did_you_mean(key: str, known: set[str]) -> str:
+    """`did you mean 'x'?` for a misspelt key (difflib), else the keys known there."""
+    import difflib
+
+    close = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {close[0]!r}?"
+    return f"known keys here: {', '.join(sorted(known))}" if known else "remove it"
 
 
 def _resolve(root: Mapping[str, Any], ref: str) -> Any:
@@ -198,8 +238,24 @@ def problems(instance: Any, schema: Mapping[str, Any], where: str = "") -> list[
         path = json_path(error.absolute_path) if error.absolute_path else ""
         key = ".".join(p for p in (where, path) if p) or "(top level)"
         hint = NAME_HINT if error.validator == "pattern" and error.validator_value == name_pattern else ""
-        lines.append(f"{key}: {error.message}{hint}")
+        lines.append(f"{key}: {error.message}{hint}{_fix(error)}")
     return lines
+
+
+def _fix(error: Any) -> str:
+    """What to write instead, for the schema's common refusals (the message says what is wrong)."""
+    value = error.validator_value
+    fixes = {
+        "enum": lambda: "; write one of these",
+        "type": lambda: f"; write {'an' if str(value)[0] in 'aeiou' else 'a'} {value}",
+        "required": lambda: f"; add `{error.message.split(chr(39))[1]}:`" if "'" in error.message else "",
+        "minimum": lambda: f"; use a value of at least {value}",
+        "exclusiveMinimum": lambda: f"; use a value above {value}",
+        "maximum": lambda: f"; use a value of at most {value}",
+        "minItems": lambda: f"; give at least {value}",
+        "pattern": lambda: "; rename it",
+    }
+    return fixes[error.validator]() if error.validator in fixes else ""
 
 
 def refuse_old_forms(config: Mapping[str, Any]) -> None:
@@ -219,10 +275,10 @@ def refuse_old_forms(config: Mapping[str, Any]) -> None:
         return
     corpus = ladder.get("corpus")
     if isinstance(corpus, Mapping):
-        entries = "\n".join(f"    - {json.dumps(spec)}  # was {name!r}" for name, spec in corpus.items())
+        entries = ", ".join(json.dumps(spec) for spec in corpus.values())
         raise ConfigError(
             "ladder.corpus: a mapping gives its entries no order, but their order is the training text's; "
-            f"write it as a list, in the order you mean:\n  corpus:\n{entries}"
+            f"write it as a list, in the order you mean (was {list(corpus)}): `corpus: [{entries}]`"
         )
     train = ladder.get("train")
     if isinstance(train, Mapping) and "seed" in train:
@@ -236,8 +292,8 @@ def validate(config: dict[str, Any], schema_path: Path = SCHEMA_PATH) -> dict[st
     """Check `config` against the schema and fill in every default, in place; one line per problem."""
     refuse_old_forms(config)
     lines = problems(config, load_schema(Path(schema_path)))
-    if lines:
-        raise ConfigError(f"{schema_path}: the configuration is invalid:\n  " + "\n  ".join(lines))
+    if lines:  # one line per problem, each naming its key (the workflow names the file: rankscale.plan.errors)
+        raise ConfigError("\n".join(lines))
     if config["models"] is None:  # `models:` left empty in YAML
         config["models"] = []
     _integral_floats_to_int(config)

@@ -182,6 +182,29 @@ def weights_digest(directory: str | Path, cache: Path = WEIGHTS_CACHE) -> str | 
     return _cached_digest(Path(directory), files, named=True, cache=cache) if files else None
 
 
+# the files a tokenizer loads from (transformers' fast and slow tokenizers, sentencepiece, tiktoken); not config.json,
+# so models of several sizes sharing one tokenizer share its key
+TOKENIZER_PATTERNS = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "vocab.txt",
+    "merges.txt",
+    "*.model",
+    "*.tiktoken",
+)
+
+
+def tokenizer_digest(directory: str | Path, cache: Path = WEIGHTS_CACHE) -> str | None:
+    """A content digest of a local tokenizer's files (cached like `weights_digest`), or None if it has none:
+    what a local tokenizer's key and a rank array's identity follow, wherever the directory lives."""
+    base = Path(directory)
+    files = sorted({p for pattern in TOKENIZER_PATTERNS for p in base.glob(pattern) if p.is_file()}) if base.is_dir() else []
+    return _cached_digest(base, files, named=True, cache=cache) if files else None
+
+
 def file_digest(path: str | Path, cache: Path = WEIGHTS_CACHE) -> str:
     """A content digest of one file (e.g. a GGUF model), cached like `weights_digest`; its name is not part of it."""
     return _cached_digest(Path(path), [Path(path)], named=False, cache=cache)

@@ -31,7 +31,8 @@ from typing import Any
 
 import yaml
 
-from rankscale.config import load_yaml, validate
+from rankscale.config import ConfigError, load_yaml, validate
+from rankscale.dvc_stages import ShareError, Stage, merge, read_stages, stage_configs
 from rankscale.identity import CORPUS_SHA, OWN_SHA, problems
 from rankscale.layout import Layout
 from rankscale.plan import ModelPlan, build_plan, layout
@@ -45,28 +46,6 @@ DVC_YAML_HEADER = """\
 # checkpoint for a ladder model), plus the shared inputs a fresh clone would otherwise rebuild.
 # docs/sharing.md: "Adding models and sharing rank arrays (DVC)".
 """
-
-
-class ShareError(RuntimeError):
-    """Tracking or restoring cannot go on; the message says which file and what to do."""
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One dvc.yaml stage: outputs DVC versions, the upstream outputs they were made from."""
-
-    name: str
-    cmd: str
-    outs: tuple[str, ...]
-    deps: tuple[str, ...] = ()
-
-    def as_dvc(self) -> dict[str, Any]:
-        """The stage as dvc.yaml holds it; `persist` keeps `dvc repro` from deleting outputs first."""
-        entry: dict[str, Any] = {"cmd": self.cmd}
-        if self.deps:
-            entry["deps"] = list(self.deps)
-        entry["outs"] = [{out: {"persist": True}} for out in self.outs]
-        return entry
 
 
 @dataclass
@@ -148,9 +127,10 @@ def dvc_stages(
     return stages
 
 
-def write_dvc_yaml(path: Path, stages: Sequence[Stage]) -> None:
+def write_dvc_yaml(path: Path, stages: Sequence[Stage] | Mapping[str, dict[str, Any]]) -> None:
     """Rewrite dvc.yaml for exactly these stages (a model removed from the config loses its stage)."""
-    body = yaml.safe_dump({"stages": {s.name: s.as_dvc() for s in stages}}, sort_keys=False, width=1000)
+    entries = stages if isinstance(stages, Mapping) else {s.name: s.as_dvc() for s in stages}
+    body = yaml.safe_dump({"stages": dict(entries)}, sort_keys=False, width=1000)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(DVC_YAML_HEADER + body)
     os.replace(tmp, path)
@@ -212,11 +192,13 @@ def track(root: Path, config_files: Sequence[str]) -> list[Stage]:
     missing = [path for path in expected if not (root / path).exists()]
     if missing:
         raise ShareError(f"run Snakemake to completion first; missing: {', '.join(sorted(set(missing)))}")
-    write_dvc_yaml(root / "dvc.yaml", stages)
+    # every other configuration's stages stay as they are (rankscale.dvc_stages)
+    merged = merge(read_stages(root / "dvc.yaml"), stages, config_files, files.run, root)
+    write_dvc_yaml(root / "dvc.yaml", merged.stages)
     # --no-relink: the workspace files stay as they are (bytes, inode and mtime), so Snakemake
     # sees nothing new; the cache gets a copy (or a reflink where the filesystem has them).
-    run(dvc("commit", "--force", "--no-relink", "--quiet", *(s.name for s in stages)), root)
-    return stages
+    run(dvc("commit", "--force", "--no-relink", "--quiet", *merged.ours, *merged.shared), root)
+    return [Stage(name, merged.stages[name]["cmd"], tuple(merged.stages[name]["outs"])) for name in merged.ours]
 
 
 def restore(root: Path, config_files: Sequence[str]) -> Restored:
@@ -360,7 +342,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ShareError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except ConfigError as exc:  # as the workflow prints it: one line per problem, naming the file
+        from rankscale.plan.errors import error_lines
+
+        print("\n".join(error_lines(exc, args.configfile, DEFAULT_CONFIG)), file=sys.stderr)
+        return 1
     print(f"{len(found.verified)} rank arrays verified and marked up to date")
     for path, why in found.stale.items():
         print(f"{path}: will be recomputed: {'; '.join(why)}")
+    if not found.verified:  # nothing pulled serves this configuration: most often the wrong (or no) --configfile
+        print(f"error: {no_match(root, args.configfile)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def no_match(root: Path, config_files: Sequence[str]) -> str:
+    """Why a pull verified nothing, and the configurations dvc.yaml tracks (what --configfile to pass)."""
+    tracked = sorted({" ".join(stage_configs(str(e.get("cmd", "")))) for e in read_stages(root / "dvc.yaml").values()})
+    given = " ".join(config_files) or "none (the default configuration)"
+    options = ", ".join(f"`--configfile {c}`" if c else "no --configfile" for c in tracked) or "none: dvc.yaml is empty"
+    return (
+        f"no pulled rank array matches a model of this configuration (--configfile: {given}); dvc.yaml tracks "
+        f"{options}: pass the config files the arrays were tracked with"
+    )

@@ -8,7 +8,8 @@ rule corpus:
         corpus=f"{Layout.CORPUS}.jsonl",
         meta=f"{Layout.CORPUS}.json",
     params:
-        spec=lambda wc: corpus_spec(config, dataset(wc)),
+        spec=lambda wc: corpus_spec(config, dataset(wc)),  # what the corpus is (a local file: its content)
+        entry=lambda wc, output: config["datasets"][dataset(wc)],  # where it is read from: derived, reruns nothing
         dataset=lambda wc, output: dataset(wc),  # for messages
     log:
         Layout.log("corpus", "{corpus}"),
@@ -27,7 +28,8 @@ rule tokenize:
         tokens=f"{Layout.TOKENS}.npz",
         meta=f"{Layout.TOKENS}.npz.json",
     params:
-        source=lambda wc: tokenize_source(PLAN, wc.tok),
+        source=lambda wc: tokenize_source(PLAN, wc.tok),  # what the tokenizer is (a local one: its content)
+        load=lambda wc, output: tokenizer_params(TOKENIZERS[wc.tok], wc.tok),  # where it loads from: derived
         models=lambda wc, output: tokenizer_users(wc.tok),
         dataset=lambda wc, output: dataset(wc),
         add_special_tokens=config["tokenization"]["add_special_tokens"],

@@ -14,7 +14,7 @@ from rankscale.sources import load_corpus, provenance, resolve_revision
 
 log = setup_logging(snakemake.log[0])
 dataset = snakemake.params.dataset
-spec = snakemake.params.spec
+spec = snakemake.params.entry  # the entry as written (`spec`, the params, holds a local file's digest, not its path)
 resolved = resolve_revision(spec, f"datasets.{dataset}")
 docs, counts = load_corpus(spec, where=f"datasets.{dataset}", revision=resolved)
 if not docs:

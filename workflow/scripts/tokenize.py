@@ -16,9 +16,9 @@ from rankscale.models import ModelSource, load_tokenizer
 from rankscale.tokens import save_tokens, tokenize_documents, tokenizer_fingerprint
 
 log = setup_logging(snakemake.log[0])
-# the params name what the tokenizer loads (rankscale.plan.tokenizer_params): a source of its own
-# (less the rank format version the params carry, which reruns tokenization when bumped)
-source = ModelSource(**{k: v for k, v in snakemake.params.source.items() if k != "format"}, tokenizer_revision=None)
+# `load` names where the tokenizer loads from (rankscale.plan.tokenizer_params): a source of its own; `source`, the
+# params, what it is (a local tokenizer by its content) with the rank format version, which reruns tokenization
+source = ModelSource(**snakemake.params.load, tokenizer_revision=None)
 where = f"{source.tokenizer_location}@{source.tokenizer_ref}" if source.tokenizer_ref else source.tokenizer_location
 tokenizer = load_tokenizer(source, label=f"tokenizer of models {snakemake.params.models} ({where})")
 docs = read_jsonl(snakemake.input.corpus)

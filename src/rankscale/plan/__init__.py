@@ -10,7 +10,7 @@
 
 from rankscale.canon import slug, text_key
 from rankscale.config import ConfigError
-from rankscale.plan.checks import check_local_model, read_model_config, unpinned
+from rankscale.plan.checks import check_local_model, check_written, read_model_config, unpinned
 from rankscale.plan.files import corpus_spec, layout, tokenize_source
 from rankscale.plan.keys import (
     corpus_params,
@@ -37,6 +37,7 @@ __all__ = [
     "Runtime",
     "build_plan",
     "check_local_model",
+    "check_written",
     "checkpoint_name",
     "corpus_params",
     "corpus_spec",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -175,7 +175,10 @@ def check_windows(
     """
     length, stride = int(settings["max_length"]), settings["stride"]
     if positions is not None and length > positions[0]:
-        raise ConfigError(f"{keys['max_length']}: {length} exceeds the {positions[0]} positions of {positions[1]}")
+        raise ConfigError(
+            f"{keys['max_length']}: {length} exceeds the {positions[0]} positions of {positions[1]}; "
+            f"write `max_length: {positions[0]}` (or less) at {keys['max_length']}"
+        )
     if stride is not None and not 1 <= int(stride) < length:
         raise ConfigError(
             f"{keys['stride']}: {stride!r} must be in 1..max_length-1 = {length - 1} "
@@ -267,3 +270,79 @@ def unpinned(config: Mapping[str, Any], plans: Mapping[str, ModelPlan]) -> list[
         if spec["source"] == "hub" and not Path(str(spec["path"])).exists() and not is_commit(spec.get("revision")):
             out.append(f"datasets.{name}: {spec['path']}@{spec.get('revision')}")
     return out
+
+
+# k settings a user writes: a k above a model's vocabulary cannot be scored (RBP_k = 1 there), and is refused
+WRITTEN_K = (("analysis", "law_k"), ("figures", "rbp_k"))
+
+
+def check_written(config: Mapping[str, Any], plans: Mapping[str, ModelPlan], written: Sequence[Any]) -> None:
+    """What the user's own files say that the plan can check before any job: k values within every model's
+    vocabulary, a `path:` model's published size `S:` (`written`: the files as loaded, in order)."""
+    check_written_k(config, plans, written)
+    for plan in plans.values():
+        check_local_size(plan)
+
+
+def vocab_sizes(config: Mapping[str, Any], plans: Mapping[str, ModelPlan]) -> dict[str, tuple[int, str]]:
+    """|V| of each model whose vocabulary is known before any job, and where it was read."""
+    out: dict[str, tuple[int, str]] = {}
+    for name, plan in plans.items():
+        if plan.expected_vocab:
+            out[name] = (plan.expected_vocab, f"{plan.where}.vocab_size")
+        elif plan.ladder:
+            out[name] = (config["ladder"]["tokenizer"]["vocab_size"], "ladder.tokenizer.vocab_size")
+        elif plan.source.local and plan.gguf is None and (Path(plan.source.location) / "config.json").is_file():
+            config_file = Path(plan.source.location) / "config.json"
+            size = read_model_config(config_file, plan.where).get("vocab_size")
+            if isinstance(size, int) and size > 0:
+                out[name] = (size, f"{config_file}: vocab_size")
+    return out
+
+
+def check_written_k(config: Mapping[str, Any], plans: Mapping[str, ModelPlan], written: Sequence[Any]) -> None:
+    """A k the user wrote (not a default) above a model's |V| is refused: it would be left out of that model's
+    tables and figures without a word."""
+    keys = [
+        (section, key)
+        for section, key in WRITTEN_K
+        if any(isinstance(data, Mapping) and isinstance(data.get(section), Mapping) and key in data[section]
+               for data in written)
+    ]  # fmt: skip
+    if not keys:
+        return
+    sizes = vocab_sizes(config, plans)
+    if not sizes:
+        return
+    smallest = min(sizes, key=lambda name: sizes[name][0])
+    vocab, where = sizes[smallest]
+    for section, key in keys:
+        above = [k for k in config[section][key] if k > vocab]
+        if above:
+            raise ConfigError(
+                f"{section}.{key}: k = {above} exceeds |V| = {vocab} of model {smallest!r} ({where}): no rank can "
+                f"reach it, so it would be left out without a word; keep every k at most {vocab}"
+            )
+
+
+def check_local_size(plan: ModelPlan) -> None:
+    """A `path:` model's `S:` against its config.json's architecture (counted on the meta device: no weights
+    read), so a wrong S is refused even where its rank arrays already exist and no extraction checks it."""
+    if plan.expected_size is None or not plan.source.local or plan.ladder or plan.gguf is not None:
+        return
+    if not (Path(plan.source.location) / "config.json").is_file():
+        return
+    from transformers import AutoConfig
+
+    from rankscale.params import non_embedding_from_config
+
+    try:
+        model_config = AutoConfig.from_pretrained(plan.source.location, trust_remote_code=plan.source.trust_remote_code)
+        counted = non_embedding_from_config(model_config).non_embedding
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigError(f"{plan.where}.path: cannot read the architecture of {plan.source.location!r}: {exc}") from None
+    if counted != plan.expected_size:
+        raise ConfigError(
+            f"{plan.where}.S: model {plan.name!r} says S = {plan.expected_size}, but its config.json describes "
+            f"{counted} non-embedding parameters; write `S: {counted}` or remove `S:`"
+        )

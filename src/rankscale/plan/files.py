@@ -13,20 +13,22 @@ from typing import Any
 from rankscale.canon import KEY_CHARS, short_hash
 from rankscale.formats import CORPUS_FORMAT, RANK_FORMAT
 from rankscale.layout import Ladder, Layout, run_name
-from rankscale.plan.keys import corpus_params, ladder_dir, tokenizer_params, tokenizer_sources
+from rankscale.plan.keys import corpus_meaning, ladder_dir, tokenizer_meaning
 from rankscale.plan.settings import summary_settings, training_params
 from rankscale.plan.types import ModelPlan
 
 
 def corpus_spec(config: Mapping[str, Any], dataset: str) -> dict[str, Any]:
-    """What a corpus depends on: its entry less the settings later steps apply (so no needless rerun), and the
-    corpus format version (a bump recomputes the corpora and all made from them). The corpus rule's params."""
-    return CORPUS_FORMAT.params(corpus_params(config["datasets"][dataset]))
+    """What a corpus depends on: its entry less the settings later steps apply (so no needless rerun; a local
+    file by its content, not its path), and the corpus format version (a bump recomputes the corpora and all
+    made from them). The corpus rule's params."""
+    return CORPUS_FORMAT.params(corpus_meaning(config["datasets"][dataset]))
 
 
 def tokenize_source(plans: Mapping[str, ModelPlan], tok: str) -> dict[str, Any]:
-    """What tokenizer key `tok` loads, with the rank format: the tokenize rule's `source` params."""
-    return RANK_FORMAT.params(tokenizer_params(tokenizer_sources(dict(plans))[tok], tok))
+    """What tokenizer key `tok` means (a local tokenizer by its content), with the rank format: the tokenize rule's
+    `source` params (where it loads from is a derived param, `tokenizer_params`)."""
+    return RANK_FORMAT.params(tokenizer_meaning(plans, tok))
 
 
 def _key(name: str, meaning: Any) -> str:

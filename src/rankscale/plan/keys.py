@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rankscale.canon import canonical, short_hash, text_key
-from rankscale.config import validate
+from rankscale.config import ConfigError, dataset_spec, validate
+from rankscale.fingerprint import file_digest, tokenizer_digest
 from rankscale.formats import TRAIN_FORMAT
 from rankscale.layout import LADDERS, NO_LADDER
 from rankscale.models import ModelSource
@@ -39,6 +40,26 @@ def corpus_params(spec: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
+def corpus_meaning(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """What a corpus's key follows: `corpus_params`, with a local file's path replaced by its content digest (and
+    the format it is read as; a text file's name, which its documents' ids carry), so the same file anywhere
+    has the same key. Packaged and hub entries are keyed as written."""
+    params = corpus_params(spec)
+    if spec.get("source") != "local" or not Path(str(spec.get("path"))).is_file():
+        return params
+    from rankscale.corpus import CorpusError
+    from rankscale.sources.local import file_format
+
+    path = Path(str(spec["path"]))
+    try:
+        fmt = file_format(dataset_spec(spec), "dataset")
+    except (CorpusError, ConfigError):
+        return params  # refused with its key by the dataset checks (rankscale.plan.checks), which run before any job
+
+    content = {"content": file_digest(path), "format": fmt, **({"name": path.name} if fmt == "txt" else {})}
+    return canonical({**{k: v for k, v in params.items() if k != "path"}, **content})
+
+
 def ladder_dir(config: Mapping[str, Any], validated: bool = False) -> str:
     """`resources/ladder/<key>`: one directory per ladder training text and tokenizer settings.
 
@@ -53,9 +74,9 @@ def ladder_dir(config: Mapping[str, Any], validated: bool = False) -> str:
         config = validate(copy.deepcopy(dict(config)))
     ladder = config["ladder"]
     key = {
-        "corpus": [corpus_params(spec) for spec in ladder["corpus"]],
+        "corpus": [corpus_meaning(spec) for spec in ladder["corpus"]],
         "tokenizer": ladder["tokenizer"],
-        "disjoint_from": {name: corpus_params(spec) for name, spec in config["datasets"].items()},
+        "disjoint_from": {name: corpus_meaning(spec) for name, spec in config["datasets"].items()},
     }
     return f"{LADDERS}/{short_hash(TRAIN_FORMAT.params(key), 12)}"
 
@@ -63,6 +84,17 @@ def ladder_dir(config: Mapping[str, Any], validated: bool = False) -> str:
 def ladder_tokenizer_key(ladder: str) -> str:
     """`ladder-<ladder key>`: two ladders' tokenizers (so their token files) never share a name."""
     return f"ladder-{Path(ladder).name}"
+
+
+def local_tokenizer_digest(source: ModelSource) -> str | None:
+    """The content digest of a `path:` model's tokenizer where it is a local directory that is not the workflow's
+    own output (the ladder's, a converted GGUF's: keyed where they are made), else None."""
+    location = Path(source.tokenizer_location)
+    if source.tokenizer is not None and source.tokenizer_ref is not None:
+        return None  # a hub tokenizer
+    if not location.is_dir() or location.resolve().is_relative_to(Path("resources").resolve()):
+        return None  # the workflow's own output (resources/ladder, resources/gguf): keyed where it is made
+    return tokenizer_digest(location)
 
 
 def tokenizer_key(source: ModelSource) -> str:
@@ -77,15 +109,18 @@ def distinct_tokenizer_keys(plans: dict[str, ModelPlan]) -> None:
     """Different tokenizers whose keys still coincide (e.g. '/a/b' and 'a/b') get a hash each, in place."""
     sources: dict[str, set[tuple[str, str | None]]] = {}
     for plan in plans.values():
-        sources.setdefault(plan.tokenizer_key, set()).add(tokenizer_id(plan.source))
+        sources.setdefault(plan.tokenizer_key, set()).add(tokenizer_id(plan))
     for name, plan in plans.items():
         if len(sources[plan.tokenizer_key]) > 1:
-            key = f"{plan.tokenizer_key}-{short_hash(tokenizer_id(plan.source))}"
+            key = f"{plan.tokenizer_key}-{short_hash(tokenizer_id(plan))}"
             plans[name] = replace(plan, tokenizer_key=key)
 
 
-def tokenizer_id(source: ModelSource) -> tuple[str, str | None]:
-    return source.tokenizer_location, source.tokenizer_ref
+def tokenizer_id(plan: ModelPlan) -> tuple[str, str | None]:
+    """What tells tokenizers apart: a local one's content, else where it loads from and at which revision."""
+    if plan.tokenizer_digest:
+        return f"sha256:{plan.tokenizer_digest}", None
+    return plan.source.tokenizer_location, plan.source.tokenizer_ref
 
 
 def tokenizer_sources(plans: Mapping[str, ModelPlan]) -> dict[str, ModelSource]:
@@ -94,6 +129,16 @@ def tokenizer_sources(plans: Mapping[str, ModelPlan]) -> dict[str, ModelSource]:
     for plan in plans.values():
         out.setdefault(plan.tokenizer_key, plan.source)
     return out
+
+
+def tokenizer_meaning(plans: Mapping[str, ModelPlan], key: str) -> dict[str, Any]:
+    """What tokenizer key `key` means (the tokenize rule's params, part of its token files' keys): `tokenizer_params`,
+    with a local tokenizer's location replaced by its content digest, so a study moved elsewhere keeps its keys."""
+    plan = next(p for p in plans.values() if p.tokenizer_key == key)
+    params = tokenizer_params(plan.source, key)
+    if plan.tokenizer_digest:
+        params = canonical({**params, "location": f"sha256:{plan.tokenizer_digest}"})
+    return params
 
 
 def tokenizer_params(source: ModelSource, key: str) -> dict[str, Any]:

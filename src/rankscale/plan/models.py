@@ -21,7 +21,13 @@ from rankscale.identity import SETTING_KEYS
 from rankscale.layout import Ladder
 from rankscale.models import ModelSource
 from rankscale.plan.checks import check_config, check_local_model, check_plans, check_windows, mark_checkpoints
-from rankscale.plan.keys import distinct_tokenizer_keys, ladder_dir, ladder_tokenizer_key, tokenizer_key
+from rankscale.plan.keys import (
+    distinct_tokenizer_keys,
+    ladder_dir,
+    ladder_tokenizer_key,
+    local_tokenizer_digest,
+    tokenizer_key,
+)
 from rankscale.plan.types import RUNTIME_KEYS, ModelPlan, Runtime
 from rankscale.schedule import tokens_seen
 
@@ -104,17 +110,20 @@ def _source(
         positions = None
         if check_paths:
             if not Path(path).exists():
-                raise ConfigError(f"{where}.path: model {name!r} points at {path!r}, which does not exist")
+                raise ConfigError(
+                    f"{where}.path: model {name!r} points at {path!r}, which does not exist; "
+                    "give the directory save_pretrained wrote (a relative path is read from where snakemake runs)"
+                )
             positions = check_local_model(Path(path), entry, where)
             tokenizer = entry["tokenizer"]
             if tokenizer and tokenizer.startswith(("/", ".")) and not Path(tokenizer).exists():
-                raise ConfigError(f"{where}.tokenizer: {tokenizer!r} does not exist")
+                raise ConfigError(f"{where}.tokenizer: {tokenizer!r} does not exist; give a tokenizer directory or hub id")
         source = ModelSource(location=path, revision=None, local=True, **common)
         return source, tokenizer_key(source), positions, None
     if entry.get("hub_id"):
         source = ModelSource(location=entry["hub_id"], revision=entry["revision"], **common)
         return source, tokenizer_key(source), None, None  # known only once downloaded: checked in the job
-    raise ConfigError(f"{where}: model {name!r} needs `hub_id` (with optional `revision`), `path` or `gguf`")
+    raise ConfigError(f"{where}: model {name!r} needs `hub_id` (with optional `revision`), `path` or `gguf`; add one")
 
 
 def build_plan(config: Mapping[str, Any], check_paths: bool = True, validated: bool = False) -> dict[str, ModelPlan]:
@@ -137,8 +146,12 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True, validated: b
         where = f"ladder.sizes[{i}]" if entry.get("ladder") else f"models[{i - n_ladder}]"
         name = entry["name"]
         if name in plans:
-            raise ConfigError(f"{where}.name: duplicate model name {name!r}")
+            raise ConfigError(f"{where}.name: duplicate model name {name!r}; give each model its own name")
         source, tok_key, positions, gguf = _source(entry, where, check_paths, ladder)
+        # a `path:` model and its local tokenizer are known by content: a study moved elsewhere keeps its keys
+        by_content = bool(entry.get("path"))
+        tok_digest = local_tokenizer_digest(source) if by_content else None
+        tok_key = f"local-{tok_digest}" if tok_digest else tok_key
         settings = _merged(defaults, entry, SETTING_KEYS)
         keys = {k: f"{where}.{k}" if k in entry else f"extraction.{k}" for k in (*SETTING_KEYS, *RUNTIME_KEYS)}
         check_windows(settings, keys, positions, name)
@@ -166,9 +179,11 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True, validated: b
             seed=entry.get("seed"),
             replica_of=entry.get("replica_of") or "",
             gguf=gguf,
+            tokenizer_digest=tok_digest,
+            by_content=by_content,
         )
     if not plans:
-        raise ConfigError("models: the configuration lists no models (ladder.sizes and models are both empty)")
+        raise ConfigError("models: the configuration lists no models (ladder.sizes and models are both empty); add one")
     mark_checkpoints(plans)
     distinct_tokenizer_keys(plans)
     check_plans(plans)

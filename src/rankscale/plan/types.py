@@ -54,6 +54,9 @@ class ModelPlan:
     replica_of: str  # the size it is one training run of (several seeds of one size share it)
     gguf: GgufSource | None  # the GGUF file a `gguf:` entry converts into `source.location`
     final: bool = True  # the last checkpoint of its run: size laws use these only (mark_checkpoints sets it)
+    # content digests a `path:` model is identified by wherever its files live (None: identified by location)
+    tokenizer_digest: str | None = None  # its local tokenizer's files (rankscale.fingerprint.tokenizer_digest)
+    by_content: bool = False  # its weights digest stands for its location (a study moved elsewhere keeps its keys)
 
     def info(self) -> dict[str, Any]:
         """What the summaries record about the model besides what it scored (`rankscale.summary.ModelInfo`)."""
@@ -64,9 +67,9 @@ class ModelPlan:
     def identity(self, dataset: str) -> RankIdentity:
         """What this model's rank array on `dataset` depends on (the dataset's windows win)."""
         settings = {**self.settings, **self.dataset_windows.get(dataset, {})}
-        return RankIdentity.from_settings(
-            self.source.location, self.source.revision, self.source.tokenizer_location, settings, self.weights
-        )
+        location = f"sha256:{self.weights}" if self.by_content and self.weights else self.source.location
+        tokenizer = f"sha256:{self.tokenizer_digest}" if self.tokenizer_digest else self.source.tokenizer_location
+        return RankIdentity.from_settings(location, self.source.revision, tokenizer, settings, self.weights)
 
     def windows_for(self, dataset: str) -> dict[str, Any]:
         identity = self.identity(dataset)

@@ -8,6 +8,7 @@ and the line or byte offset where one exists.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import zlib
 from collections.abc import Iterator, Mapping
@@ -78,9 +79,11 @@ def _records(path: Path, where: str) -> Iterator[tuple[int, Any]]:
     for i, line in _lines(path, where):
         if line.strip():
             try:
-                yield i, json.loads(line)
+                yield i, json.loads(line.rstrip("\r\n"))  # so an error's column is on this line
             except json.JSONDecodeError as exc:
-                raise CorpusError(f"{where}: {path}:{i} is not valid JSON ({exc.msg}, column {exc.colno})") from None
+                raise CorpusError(
+                    f"{where}: {path}:{i} is not valid JSON ({exc.msg}, column {exc.colno}); fix or remove that line"
+                ) from None
 
 
 def _text(path: Path, where: str) -> str:
@@ -123,8 +126,9 @@ def check_utf8(path: Path, where: str) -> None:
 
 
 def check(spec: Mapping[str, Any], where: str, check_paths: bool) -> None:
-    """The format is known; the file exists, is not empty, is UTF-8 throughout, and its first record has
-    every text field."""
+    """The format is known; the file exists, is not empty, is UTF-8 throughout, and every record is valid JSON
+    with its text fields (unless the entry skips invalid records): a bad line is refused with file and line
+    before any job, not by the corpus job. A file checked unchanged is not read again (`CHECKED`)."""
     fmt = file_format(spec, where)
     if not check_paths:
         return
@@ -133,22 +137,61 @@ def check(spec: Mapping[str, Any], where: str, check_paths: bool) -> None:
         raise CorpusError(f"{where}.path: file {str(path)!r} does not exist")
     if path.stat().st_size == 0:
         raise CorpusError(f"{where}.path: file {str(path)!r} is empty")
-    check_utf8(path, where)
-    if fmt == "txt":
+    stamp = _stamp(path, spec, fmt)
+    if stamp in _checked():
         return
-    first = next(_records(path, where), None)
-    if first is None:
-        raise CorpusError(f"{where}.path: file {str(path)!r} holds no records")
-    line, record = first
-    if isinstance(record, dict):
-        for text_field in spec["text_fields"]:
-            try:
-                get_field(record, text_field, f"{where}.text_fields", spec["list_separators"])
-            except FieldNotFound as exc:
-                raise CorpusError(f"{exc} in the first record of {str(path)!r}") from None
-            except InvalidRecord:
-                pass  # its type is checked next, with the line
-    record_document(record, spec, f"{where} ({path}:{line})", 0)  # refused unless skip_invalid_records
+    check_utf8(path, where)
+    if fmt == "jsonl":
+        _check_records(path, spec, where)
+    _remember(stamp)
+
+
+def _check_records(path: Path, spec: Mapping[str, Any], where: str) -> None:
+    """Every record: the first must have every text field; each is refused (file:line) unless skipped."""
+    count = 0
+    for line, record in _records(path, where):
+        if not count and isinstance(record, dict):
+            for text_field in spec["text_fields"]:
+                try:
+                    get_field(record, text_field, f"{where}.text_fields", spec["list_separators"])
+                except FieldNotFound as exc:
+                    raise CorpusError(f"{exc} in the first record of {str(path)!r}; set `text_fields`") from None
+                except InvalidRecord:
+                    pass  # its type is checked next, with the line
+        record_document(record, spec, f"{where} ({path}:{line})", count)  # refused unless skip_invalid_records
+        count += 1
+    if not count:
+        raise CorpusError(f"{where}.path: file {str(path)!r} holds no records; give a file of JSON lines")
+
+
+CHECKED = Path(".snakemake") / "rankscale" / "checked_files.json"  # files found valid, by stamp (working directory)
+
+
+def _stamp(path: Path, spec: Mapping[str, Any], fmt: str) -> str:
+    """The file (where, size, modification time) and the settings its records were checked with."""
+    stat = path.stat()
+    reading = [spec.get(k) for k in ("text_fields", "list_separators", "skip_invalid_records")]
+    return hashlib.sha256(repr([str(path.resolve()), stat.st_size, stat.st_mtime_ns, fmt, reading]).encode()).hexdigest()
+
+
+def _checked() -> set[str]:
+    try:
+        return set(json.loads(CHECKED.read_text()))
+    except (OSError, ValueError, TypeError):
+        return set()  # none yet, or a damaged cache: check again
+
+
+def _remember(stamp: str) -> None:
+    import os
+
+    known = sorted(_checked() | {stamp})[-1000:]
+    try:
+        CHECKED.parent.mkdir(parents=True, exist_ok=True)
+        tmp = CHECKED.with_name(f".{CHECKED.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(known))
+        os.replace(tmp, CHECKED)
+    except OSError:
+        pass  # only a cache
 
 
 def documents(spec: Mapping[str, Any], where: str, revision: str | None) -> Iterator[Document | Skipped]:
