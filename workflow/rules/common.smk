@@ -12,19 +12,14 @@ SRC = str(Path(workflow.basedir) / "src")
 if SRC not in sys.path:
     sys.path.insert(0, SRC)
 
-from rankscale.config import ConfigError, load_yaml, validate  # noqa: E402
-from rankscale.corpus import CorpusError  # noqa: E402
 from rankscale.downloads import extraction_downloads, hub_downloads  # noqa: E402
 from rankscale.fingerprint import code_digest  # noqa: E402
 from rankscale import manifest as manifest_module  # noqa: E402
 from rankscale.layout import Layout  # noqa: E402
 from rankscale.plan import (  # noqa: E402
-    build_plan,
-    check_written,
     corpus_params,
     corpus_spec,
     figure_settings,
-    layout,
     run_checkpoints,
     summary_settings,
     table_settings,
@@ -35,7 +30,8 @@ from rankscale.plan import (  # noqa: E402
     trajectory_settings,
     unpinned,
 )
-from rankscale.plan.errors import error_lines, inherited_note  # noqa: E402
+from rankscale.plan.errors import inherited_note  # noqa: E402
+from rankscale.plan.prepare import REFUSED, prepare, refusal  # noqa: E402
 from rankscale.plots import FIGURES  # noqa: E402
 from rankscale.report import landing  # noqa: E402
 from rankscale.report.pages import labels as table_labels  # noqa: E402
@@ -46,19 +42,13 @@ from rankscale.tables import TABLES  # noqa: E402
 USER_CONFIGS = [Path(f) for f in workflow.overwrite_configfiles]
 DEFAULT_CONFIG = Path(workflow.basedir) / "config/config.yaml"
 EXTENDS_DEFAULT = len(workflow.configfiles) > len(USER_CONFIGS)
-try:
-    # Snakemake's loader lets a duplicate key win silently; what the user wrote (k values) is checked against the plan
-    WRITTEN = {str(f): load_yaml(f) for f in workflow.configfiles}
-    validate(config, Path(workflow.basedir) / "config/schema.yaml")
-    PLAN = build_plan(config, validated=True)  # validated once, just above
-    check_written(config, PLAN, [WRITTEN[str(f)] for f in USER_CONFIGS])
-    # every path (rankscale.layout): intermediates keyed by meaning, this configuration's own files under OUT
-    LAYOUT = layout(config, PLAN, workflow.configfiles, DEFAULT_CONFIG,
-                    dict(workflow.config_settings.config))  # `--config` overrides: a run directory of their own
-except (ConfigError, CorpusError) as exc:  # one line per problem, naming the file, no traceback
-    print("\n".join(error_lines(exc, USER_CONFIGS, DEFAULT_CONFIG if EXTENDS_DEFAULT or not USER_CONFIGS else None)),
-          file=sys.stderr)  # fmt: skip
+try:  # rankscale.plan.prepare: the configuration stage, the same code the configuration fuzzer runs
+    PREPARED = prepare(config, workflow.configfiles, USER_CONFIGS, DEFAULT_CONFIG,
+                       dict(workflow.config_settings.config), Path(workflow.basedir) / "config/schema.yaml")
+except REFUSED as exc:  # one line per problem, naming the file, before any job and without a traceback
+    print(refusal(exc, USER_CONFIGS, DEFAULT_CONFIG, EXTENDS_DEFAULT), file=sys.stderr)
     sys.exit(1)
+PLAN, LAYOUT = PREPARED.plans, PREPARED.layout  # the models; every path, keyed by meaning (rankscale.layout)
 
 if workflow.is_main_process and EXTENDS_DEFAULT and (NOTE := inherited_note(USER_CONFIGS, DEFAULT_CONFIG)):
     print(f"rankscale: {NOTE}", file=sys.stderr)
