@@ -9,15 +9,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.bootstrap import interval, interval_mc_error
+from rankscale.intervals import ModelInterval
 from rankscale.metrics import METRICS
 from rankscale.report.sections import LAWS
 from rankscale.summary import FEW_DOCUMENTS, Summary
 from rankscale.tables.base import Replicates, Table, optional_columns, typed
+from rankscale.tables.model_intervals import interval_method, metric_intervals, reliability
 
 
 def metrics_table(summaries: Iterable[Summary], replicates: Replicates | None, level: float) -> pd.DataFrame:
-    """One row per (model, dataset, metric[, k]) for every metric of `METRICS`, with its interval."""
+    """One row per (model, dataset, metric[, k]) for every metric of `METRICS`, with its interval
+    (`rankscale.tables.model_intervals`)."""
     rows = []
     for s in summaries:
         base = s.columns()
@@ -28,17 +30,18 @@ def metrics_table(summaries: Iterable[Summary], replicates: Replicates | None, l
             values = np.atleast_1d(metric.compute(totals))
             ks: list[Any] = list(s.k) if metric.per_k else [pd.NA]
             if replicates is not None:
-                reps = replicates.metric(s.model, s.dataset, metric.name).reshape(-1, len(ks))
-                low, high = interval(reps, level, values, n_eff=s.n_eff_documents)  # expanded: few documents
-                mc = [interval_mc_error(reps[:, j], level, s.n_eff_documents) for j in range(len(ks))]
-                counts = np.isfinite(reps).sum(axis=0)
+                found = metric_intervals(s, metric, values, replicates, level)
+                counts = np.isfinite(replicates.metric(s.model, s.dataset, metric.name).reshape(-1, len(ks))).sum(0)
             else:
-                low = high = np.full(len(ks), math.nan)
-                mc, counts = [math.nan] * len(ks), np.zeros(len(ks), dtype=int)
-            for k, v, lo, hi, error, count in zip(ks, values, low, high, mc, counts, strict=True):
+                found = [ModelInterval(math.nan, math.nan, note="no bootstrap replicates")] * len(ks)
+                counts = np.zeros(len(ks), dtype=int)
+            method = interval_method(metric, replicates is not None and s.key in replicates.units)
+            for k, v, got, count in zip(ks, values, found, counts, strict=True):
+                ok, note = reliability(got, s.n_eff_documents)
                 rows.append({**base, "few_documents": bool(s.n_eff_documents < FEW_DOCUMENTS), "metric": metric.name,
-                             "k": k, "value": float(v), "ci_low": lo, "ci_high": hi, "ci_mc_error": error,
-                             "replicates": int(count),
+                             "k": k, "value": float(v), "ci_low": got.low, "ci_high": got.high,
+                             "ci_mc_error": got.mc_error, "replicates": int(count), "ci_method": method,
+                             "ci_reliable": ok, "ci_note": note,
                              "quantization": s.quantization})  # fmt: skip
     df = optional_columns(typed(pd.DataFrame(rows)), "quantization")  # only where some model is a GGUF's
     return df.sort_values(["family", "dataset", "metric", "k", "S", "D"], kind="stable").reset_index(drop=True)
