@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.intervals import ModelInterval
+from rankscale.intervals import BIAS_LIMIT, RELIABLE_DOCUMENTS, ModelInterval
 from rankscale.metrics import METRICS
 from rankscale.report.sections import LAWS
 from rankscale.summary import FEW_DOCUMENTS, Summary
@@ -62,14 +62,20 @@ TABLES = [
             "non-embedding parameters; n_tokens the number of scored tokens, n_documents their documents and "
             "n_eff_documents Kish's effective number of them, (sum n_d)^2 / sum n_d^2; ``few_documents``: under "
             f"{FEW_DOCUMENTS:g} effective documents, where the intervals rest on their small-sample correction and a "
-            "law's lack of fit is tested from the documents themselves. ``ci_low``, ``ci_high``: percentile interval "
-            "(``analysis.bootstrap.level``) of a bootstrap over documents (tokens of one document are correlated, "
-            "so documents, not tokens, are resampled), expanded for n_eff_documents (Hesterberg's expanded "
-            "percentile: the percentiles whose Normal quantile is sqrt(n / (n - 1)) t_(n - 1); 95% -> 95.4% at "
-            "n = 100, 99.3% at n = 6.6), from ``replicates`` bootstrap replicates (``analysis.bootstrap.replicates``; "
-            "the rank histogram's metrics, ee to the lognormal's, ``analysis.lognormal.replicates``); ``ci_mc_error``: "
-            "the Monte Carlo standard error of the interval's ends as a share of its width (the larger end's), how "
-            "far another draw of as many replicates would move them. ``quantization`` (where "
+            "law's lack of fit is tested from the documents themselves. ``ci_low``, ``ci_high``: the "
+            "``analysis.bootstrap.level`` interval, by ``ci_method``: ``cr2_t`` for RBP_k, CE and bits per byte (ratios "
+            "of document sums: the cluster-robust CR2 variance of the documents' own rates with a t quantile on "
+            "Bell and McCaffrey's degrees of freedom, which fall as a few documents dominate; exact, so "
+            "``ci_mc_error`` 0), ``bca`` for the rank histogram's statistics (BCa over the document bootstrap of "
+            "``replicates`` replicates, ``analysis.lognormal.replicates``, with the jackknife over documents; empty "
+            f"where the statistic is biased under resampling, |z0| > {BIAS_LIMIT:g}, as error entropy, self-alignment and "
+            "confidence are on few documents: no valid interval), ``bc`` where a table is built without the "
+            f"documents' sums. ``ci_reliable``: False where there is no interval or under {RELIABLE_DOCUMENTS:g} "
+            "effective documents, "
+            "where no method reached 93% coverage on the run's own documents; ``ci_note`` says why. "
+            "``ci_mc_error``: the Monte Carlo standard error of the interval's ends as a share of its width (the "
+            "larger end's; a grouped jackknife over the replicates), how far another draw of as many replicates "
+            "would move them. ``quantization`` (where "
             "some model is a GGUF file's): its quantization type (e.g. Q4_1; its ranks are those of the dequantized "
             "weights), empty for the other models."
         ),

@@ -38,11 +38,20 @@ def metric_intervals(
         return ratio_intervals(metric, units, values, level)
     reps = np.asarray(replicates.metric(summary.model, summary.dataset, metric.name), dtype=np.float64)
     reps = reps.reshape(reps.shape[0], -1)
-    jackknife = np.zeros(0)
-    if units is not None and left_out(metric.name) in units:
-        jackknife = np.asarray(units[left_out(metric.name)], dtype=np.float64)
     limit = BIAS_LIMIT if not metric.statistics else math.inf  # a statistic of the rank histogram: biased
-    return [bca(reps[:, j], float(values[j]), jackknife, level, limit) for j in range(len(values))]
+    return [bootstrap_interval(summary, metric.name, reps[:, j], float(values[j]), replicates, level, limit)
+            for j in range(len(values))]  # fmt: skip
+
+
+def bootstrap_interval(summary: Summary, name: str, reps: np.ndarray, value: float, replicates: Replicates,
+                       level: float, limit: float = BIAS_LIMIT) -> ModelInterval:  # fmt: skip
+    """BCa of one statistic from its replicates and, where the unit totals hold it, its jackknife over documents
+    (else BC); no interval past `limit` of |z0| (a histogram statistic's bias: `rankscale.intervals.BIAS_LIMIT`)."""
+    units = replicates.units.get(summary.key)
+    jackknife = np.zeros(0)
+    if units is not None and left_out(name) in units:
+        jackknife = np.asarray(units[left_out(name)], dtype=np.float64)
+    return bca(reps, value, jackknife, level, limit)
 
 
 def ratio_intervals(metric: Metric, units: Totals, values: np.ndarray, level: float) -> list[ModelInterval]:
