@@ -14,8 +14,8 @@ RBP_k (k = 1, 10, 100, 1000) by the cluster-robust t (`rankscale.intervals.cr2_t
 bootstrap the table used before (B = 1000); the histogram statistics (error entropy, self-alignment, confidence,
 the fitted lognormal's entropy and -log P(R = 1)) by BCa over `distribution_replicates` (B = 200, as the workflow)
 and their jackknife over documents (`rankscale.summary.compute.leave_one_out`). Reported: coverage with its Monte
-Carlo SE, the share of corpora the table marks unreliable (`ci_reliable` False: n_eff under RELIABLE_DOCUMENTS) and
-the coverage of the rest; for histogram statistics how often there is an interval and how often its point sits at
+Carlo SE, the share of corpora the table marks unreliable (`ci_reliable` False: `unreliable_design`, too few or too
+uneven documents) and the coverage of the rest; for histogram statistics how often there is an interval and how often its point sits at
 or outside it (must be 0).
 
     python benchmarks/model_interval_coverage.py --ranks results/default/ranks [--model NAME] [--sims 1000]
@@ -37,7 +37,7 @@ from scipy import sparse
 
 from rankscale.bootstrap import expanded_level, interval, kish_documents, resample_counts
 from rankscale.conjecture import distribution_replicates, distribution_statistics
-from rankscale.intervals import BIAS_LIMIT, RELIABLE_DOCUMENTS, bca
+from rankscale.intervals import BIAS_LIMIT, RELIABLE_DESIGN_EFFECT, RELIABLE_DOCUMENTS, bca, unreliable_design
 from rankscale.metrics import METRICS
 from rankscale.statistics import HITS, LOGPROB_SUM, TOKENS, Totals
 from rankscale.summary.compute import leave_one_out
@@ -144,7 +144,7 @@ def ratio_sim(cell: Cell, truth: dict[str, np.ndarray], rng: np.random.Generator
             t.sims += 1
             t.covered += hit
             t.old_covered += bool(old_low[j] <= truth[m][j] <= old_high[j])
-            if n_eff < RELIABLE_DOCUMENTS:
+            if unreliable_design(n_eff, idx.size):
                 t.unreliable += 1
             else:
                 t.reliable_covered += hit
@@ -249,7 +249,8 @@ def main(argv: list[str] | None = None) -> None:
         "",
         f"{args.sims} corpora a cell for CE and RBP_k ({args.histogram_sims} for the histogram statistics, each a "
         f"lognormal fit and {200} BCa replicates), {LEVEL:.0%} intervals, coverage in % ± its Monte Carlo SE; "
-        f"unreliable: n_eff < {RELIABLE_DOCUMENTS:g} (`ci_reliable` False); was: the expanded percentile "
+        f"unreliable (`ci_reliable` False): n_eff < {RELIABLE_DOCUMENTS:g} or n / n_eff > "
+        f"{RELIABLE_DESIGN_EFFECT:g}; was: the expanded percentile "
         f"(Hesterberg, {expanded_level(LEVEL, 7.0):.1%} percentiles at n_eff 7). {time.time() - started:.0f} s.",
         "",
         "| design | documents of | drawn | median n_eff | ratio metrics |",

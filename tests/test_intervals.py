@@ -157,6 +157,14 @@ def test_the_jackknife_is_each_document_left_out() -> None:
             assert boot[f"jack_{name}"][u] == pytest.approx(getattr(want, name), rel=1e-9)
 
 
+def test_uneven_documents_are_marked_unreliable() -> None:
+    from rankscale.intervals import unreliable_design
+
+    assert unreliable_design(6.6, 27).startswith("6.6 effective documents")
+    assert "design effect 3.9" in unreliable_design(13.9, 54)  # pydoc's documents drawn twice over
+    assert unreliable_design(23.0, 28) == "" and unreliable_design(130.5, 164) == ""  # HumanEval's
+
+
 def test_metrics_table_writes_no_point_on_or_outside_its_interval() -> None:
     """A synthetic design of unequal documents: ratios get cr2_t, histogram statistics BCa or no interval with a
     reason; every finite interval holds its point strictly (or is the point itself, with no spread)."""
@@ -173,5 +181,7 @@ def test_metrics_table_writes_no_point_on_or_outside_its_interval() -> None:
     assert (table.loc[ratio, "ci_method"] == CR2_T).all() and (table.loc[ratio, "ci_mc_error"] == 0).all()
     assert (table.loc[~ratio, "ci_method"] == BCA).all()
     n_eff = summaries[0].n_eff_documents
-    assert n_eff < 10 and not table["ci_reliable"].any()  # one document of 2000 tokens: too few effective ones
-    assert table.loc[ratio & finite, "ci_note"].str.contains("effective documents").all()
+    spread = finite & ~point  # (RBP_|V| = 1 in every document: no spread, the point is its interval, exactly)
+    assert n_eff < 10 and not table.loc[spread, "ci_reliable"].any()  # one document of 2000 tokens: too few
+    assert table.loc[ratio & spread, "ci_note"].str.contains("effective documents").all()
+    assert table.loc[point, "ci_reliable"].all()

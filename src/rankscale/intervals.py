@@ -28,6 +28,23 @@ from scipy import special
 # Below this many effective documents (Kish's) no interval method reached 93% coverage on the run's own documents
 # (pydoc's at n_eff ~7: benchmarks/model_interval_coverage.py): metrics.csv marks such intervals `ci_reliable` False
 RELIABLE_DOCUMENTS = 10.0
+# Nor where the documents' lengths are so uneven that Kish's design effect n / n_eff exceeds this: pydoc's (4.1, one
+# document of a third of the tokens) covered 90-92% at n_eff 14, HumanEval's (1.3) 94-96% from n_eff 22 up. A sample
+# cannot see the long documents its population has and it lacks; uneven lengths say there are such documents.
+RELIABLE_DESIGN_EFFECT = 2.0
+
+
+def unreliable_design(n_eff: float, n_documents: int) -> str:
+    """Why one model's interval over these documents does not hold its level (`RELIABLE_DOCUMENTS`,
+    `RELIABLE_DESIGN_EFFECT`), or "" where it does."""
+    if not n_eff >= RELIABLE_DOCUMENTS:
+        return (f"{n_eff:.1f} effective documents (< {RELIABLE_DOCUMENTS:g}): below the 93% coverage an interval "
+                "needs on the run's own documents")  # fmt: skip
+    if n_documents / n_eff > RELIABLE_DESIGN_EFFECT:
+        return (f"uneven documents: {n_documents} of them worth {n_eff:.1f} (design effect "
+                f"{n_documents / n_eff:.1f} > {RELIABLE_DESIGN_EFFECT:g}), where intervals covered under 93% on "
+                "the run's own documents")  # fmt: skip
+    return ""
 MC_GROUPS = 20  # groups of replicates the Monte Carlo error's jackknife deletes one at a time
 
 

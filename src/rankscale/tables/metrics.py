@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.intervals import BIAS_LIMIT, RELIABLE_DOCUMENTS, ModelInterval
+from rankscale.intervals import BIAS_LIMIT, RELIABLE_DESIGN_EFFECT, RELIABLE_DOCUMENTS, ModelInterval
 from rankscale.metrics import METRICS
 from rankscale.report.sections import LAWS
 from rankscale.summary import FEW_DOCUMENTS, Summary
@@ -37,7 +37,7 @@ def metrics_table(summaries: Iterable[Summary], replicates: Replicates | None, l
                 counts = np.zeros(len(ks), dtype=int)
             method = interval_method(metric, replicates is not None and s.key in replicates.units)
             for k, v, got, count in zip(ks, values, found, counts, strict=True):
-                ok, note = reliability(got, s.n_eff_documents)
+                ok, note = reliability(got, s.n_eff_documents, s.n_documents, method)
                 rows.append({**base, "few_documents": bool(s.n_eff_documents < FEW_DOCUMENTS), "metric": metric.name,
                              "k": k, "value": float(v), "ci_low": got.low, "ci_high": got.high,
                              "ci_mc_error": got.mc_error, "replicates": int(count), "ci_method": method,
@@ -69,9 +69,11 @@ TABLES = [
             "``ci_mc_error`` 0), ``bca`` for the rank histogram's statistics (BCa over the document bootstrap of "
             "``replicates`` replicates, ``analysis.lognormal.replicates``, with the jackknife over documents; empty "
             f"where the statistic is biased under resampling, |z0| > {BIAS_LIMIT:g}, as error entropy, self-alignment and "
-            "confidence are on few documents: no valid interval), ``bc`` where a table is built without the "
-            f"documents' sums. ``ci_reliable``: False where there is no interval or under {RELIABLE_DOCUMENTS:g} "
-            "effective documents, "
+            "confidence are: no valid interval), ``bc`` where a table is built without the "
+            f"documents' sums. ``ci_reliable``: False for a ``bca`` or ``bc`` interval (they covered 78-94% on the "
+            f"run's own documents), where there is no interval, or under {RELIABLE_DOCUMENTS:g} "
+            f"effective documents or where n_documents / n_eff_documents exceeds {RELIABLE_DESIGN_EFFECT:g} "
+            "(uneven lengths: a few documents hold most tokens), "
             "where no method reached 93% coverage on the run's own documents; ``ci_note`` says why. "
             "``ci_mc_error``: the Monte Carlo standard error of the interval's ends as a share of its width (the "
             "larger end's; a grouped jackknife over the replicates), how far another draw of as many replicates "

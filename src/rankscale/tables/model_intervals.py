@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from rankscale.intervals import BIAS_LIMIT, RELIABLE_DOCUMENTS, ModelInterval, bca, cr2_t
+from rankscale.intervals import BIAS_LIMIT, ModelInterval, bca, cr2_t, unreliable_design
 from rankscale.metrics import Metric
 from rankscale.statistics import Totals
 from rankscale.summary import Summary, left_out
@@ -68,13 +68,19 @@ def ratio_intervals(metric: Metric, units: Totals, values: np.ndarray, level: fl
             for lo, hi in zip(low, high, strict=True)]  # fmt: skip
 
 
-def reliability(found: ModelInterval, n_eff: float) -> tuple[bool, str]:
-    """(reliable, note): an interval holds its level where it exists and rests on RELIABLE_DOCUMENTS effective
-    documents or more; below, on the run's own documents no method reached 93% (benchmarks/RESULTS.md), so the
-    note says so (after why there is no interval, if there is none)."""
+# why a rank-histogram statistic's BCa interval is never marked reliable (benchmarks/RESULTS.md)
+BCA_SHORT = ("BCa of a rank-histogram statistic covered 78-94% on the run's own documents (the lognormal's entropy "
+             "91-93% on HumanEval's): read it as a lower bound on the uncertainty")  # fmt: skip
+
+
+def reliability(found: ModelInterval, n_eff: float, n_documents: int, method: str) -> tuple[bool, str]:
+    """(reliable, note): an interval holds its level where it exists, is a ratio's cluster-robust t and its
+    documents are not too few or too uneven (`rankscale.intervals.unreliable_design`); the note says why not (why
+    there is none, if there is none)."""
     exists = bool(np.isfinite(found.low) and np.isfinite(found.high))
-    if n_eff >= RELIABLE_DOCUMENTS or not exists:
-        return exists, found.note
-    few = (f"{n_eff:.1f} effective documents (< {RELIABLE_DOCUMENTS:g}): below the 93% coverage an interval "
-           "needs on the run's own documents")  # fmt: skip
-    return False, few
+    if not exists:
+        return False, found.note
+    if found.low == found.high:  # no spread: the point is its interval, exactly
+        return True, found.note
+    why = unreliable_design(n_eff, n_documents) or ("" if method == CR2_T else BCA_SHORT)
+    return not why, why or found.note
