@@ -161,7 +161,8 @@ def test_uneven_documents_are_marked_unreliable() -> None:
     from rankscale.intervals import unreliable_design
 
     assert unreliable_design(6.6, 27).startswith("6.6 effective documents")
-    assert "design effect 3.9" in unreliable_design(13.9, 54)  # pydoc's documents drawn twice over
+    assert "design effect 2.4" in unreliable_design(25.0, 60)  # enough documents, but uneven ones
+    assert unreliable_design(13.9, 54).startswith("13.9 effective documents")  # pydoc's documents drawn twice over
     assert unreliable_design(23.0, 28) == "" and unreliable_design(130.5, 164) == ""  # HumanEval's
 
 
