@@ -27,6 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import platform
 import sys
 import time
 from dataclasses import dataclass
@@ -226,6 +228,12 @@ def cells(ranks: Path, model: str | None) -> list[Cell]:
     ]
 
 
+def commit() -> str:
+    from harness import commit as head
+
+    return head()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=Path, required=True, help="a finished run's ranks/ folder")
@@ -251,7 +259,10 @@ def main(argv: list[str] | None = None) -> None:
         f"lognormal fit and {200} BCa replicates), {LEVEL:.0%} intervals, coverage in % ± its Monte Carlo SE; "
         f"unreliable (`ci_reliable` False): n_eff < {RELIABLE_DOCUMENTS:g} or n / n_eff > "
         f"{RELIABLE_DESIGN_EFFECT:g}; was: the expanded percentile "
-        f"(Hesterberg, {expanded_level(LEVEL, 7.0):.1%} percentiles at n_eff 7). {time.time() - started:.0f} s.",
+        f"(Hesterberg, {expanded_level(LEVEL, 7.0):.1%} percentiles at n_eff 7). Populations: "
+        f"{args.model or 'the last model'}'s documents in {args.ranks.name}/ of a finished default run. "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.node() or 'this machine'} "
+        f"({os.cpu_count()} CPUs, shared), commit {commit()}, {time.time() - started:.0f} s.",
         "",
         "| design | documents of | drawn | median n_eff | ratio metrics |",
         "| --- | --- | --- | --- | --- |",
@@ -263,6 +274,7 @@ def main(argv: list[str] | None = None) -> None:
         "",
         f"`python benchmarks/model_interval_coverage.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
     ])
+    print(text)
     if args.write:
         from harness import write_section
 
