@@ -35,7 +35,7 @@ def metrics_table(summaries: Iterable[Summary], replicates: Replicates | None, l
             else:
                 found = [ModelInterval(math.nan, math.nan, note="no bootstrap replicates")] * len(ks)
                 counts = np.zeros(len(ks), dtype=int)
-            method = interval_method(metric, replicates is not None and s.key in replicates.units)
+            method = interval_method(metric, None if replicates is None else replicates.units.get(s.key))
             for k, v, got, count in zip(ks, values, found, counts, strict=True):
                 ok, note = reliability(got, s.n_eff_documents, s.n_documents, method)
                 rows.append({**base, "few_documents": bool(s.n_eff_documents < FEW_DOCUMENTS), "metric": metric.name,

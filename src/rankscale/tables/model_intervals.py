@@ -19,12 +19,12 @@ BCA = "bca"  # of a bootstrap interval with the jackknife's acceleration
 BC = "bc"  # of one without (tables built without unit totals): bias-corrected percentiles, acceleration 0
 
 
-def interval_method(metric: Metric, has_units: bool) -> str:
+def interval_method(metric: Metric, units: Totals | None) -> str:
     """How `metric_intervals` computes a metric's interval: cr2_t for a ratio where the documents' sums are
-    loaded, else BCa (BC where there is no jackknife)."""
-    if not has_units:
-        return BC
-    return CR2_T if metric.weight is not None else BCA
+    loaded, else BCa (BC where there is no jackknife: no unit totals, or a bootstrap file written before it)."""
+    if units is not None and metric.weight is not None:
+        return CR2_T
+    return BCA if units is not None and left_out(metric.name) in units else BC
 
 
 def metric_intervals(
@@ -32,7 +32,7 @@ def metric_intervals(
 ) -> list[ModelInterval]:
     """One interval per value of `metric` (per k of a per-k metric) of one model on one dataset."""
     units = replicates.units.get(summary.key)
-    method = interval_method(metric, units is not None)
+    method = interval_method(metric, units)
     if method == CR2_T:
         assert units is not None and metric.weight is not None
         return ratio_intervals(metric, units, values, level)
