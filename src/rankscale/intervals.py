@@ -28,9 +28,9 @@ from scipy import special
 # Below this many effective documents (Kish's), or where the documents' lengths are so uneven that Kish's design
 # effect n / n_eff exceeds RELIABLE_DESIGN_EFFECT, metrics.csv marks one model's interval `ci_reliable` False. On the
 # run's own documents (benchmarks/model_interval_coverage.py) pydoc's (design effect 4.1: one document of a third of
-# the tokens) covered 89-98% at n_eff 7 and 90-97% at 14, and the few corpora of its documents that pass a laxer
+# the tokens) covered 89.6-97.3% at n_eff 7 and 90.7-98.0% at 14, and the few corpora of its documents that pass a laxer
 # rule (n_eff >= 10 or 15, design effect <= 2: those that lack its longest documents) covered 62-86%; HumanEval's
-# (1.3) covered 93.5-96% from n_eff 22 up. A sample cannot see the long documents its population has and it lacks.
+# (1.3) covered 94.0-96.1% from n_eff 22 up. A sample cannot see the long documents its population has and it lacks.
 RELIABLE_DOCUMENTS = 20.0
 RELIABLE_DESIGN_EFFECT = 2.0
 
