@@ -70,7 +70,7 @@ TABLES = [
             "``replicates`` replicates, ``analysis.lognormal.replicates``, with the jackknife over documents; empty "
             f"where the statistic is biased under resampling, |z0| > {BIAS_LIMIT:g}, as error entropy, self-alignment and "
             "confidence are: no valid interval), ``bc`` where a table is built without the "
-            f"documents' sums. ``ci_reliable``: False for a ``bca`` or ``bc`` interval (they covered 78-94% on the "
+            f"documents' sums. ``ci_reliable``: False for a ``bca`` or ``bc`` interval (they covered 79-96% on the "
             f"run's own documents), where there is no interval, or under {RELIABLE_DOCUMENTS:g} "
             f"effective documents or where n_documents / n_eff_documents exceeds {RELIABLE_DESIGN_EFFECT:g} "
             "(uneven lengths: a few documents hold most tokens), "

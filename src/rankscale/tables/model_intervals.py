@@ -69,7 +69,7 @@ def ratio_intervals(metric: Metric, units: Totals, values: np.ndarray, level: fl
 
 
 # why a rank-histogram statistic's BCa interval is never marked reliable (benchmarks/RESULTS.md)
-BCA_SHORT = ("BCa of a rank-histogram statistic covered 78-94% on the run's own documents (the lognormal's entropy "
+BCA_SHORT = ("BCa of a rank-histogram statistic covered 79-96% on the run's own documents (the lognormal's entropy "
              "91-93% on HumanEval's): read it as a lower bound on the uncertainty")  # fmt: skip
 
 
