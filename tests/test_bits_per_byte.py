@@ -13,15 +13,16 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scipy import stats
 
-from rankscale.bootstrap import expanded_level
 from rankscale.corpus import Document
 from rankscale.identity import OWN_SHA
+from rankscale.intervals import cr2_t
 from rankscale.metrics import METRICS
 from rankscale.rankfile import RankArrays
 from rankscale.statistics import Totals
 from rankscale.strata import StrataSettings
-from rankscale.summary import ModelInfo, Resampling, Summary, SummarySettings, summarize
+from rankscale.summary import ModelInfo, Resampling, Summary, SummarySettings, summarize, unit_totals
 from rankscale.tables.base import Replicates
 from rankscale.tables.metrics import metrics_table
 from rankscale.token_kinds import (
@@ -250,8 +251,9 @@ def run(
     model: str = "m",
     family: str = "f",
     S: int = 10**6,
-) -> tuple[Summary, Totals, Resampling]:
-    """`summarize` as the workflow calls it, read back through its JSON; its replicate totals and resampling."""
+) -> tuple[Summary, Totals, Resampling, Totals]:
+    """`summarize` as the workflow calls it, read back through its JSON; its replicate totals, resampling and unit
+    totals."""
     strata = StrataSettings([], {}, [1])
     settings = SummarySettings(4, [1, 10], [1], [1], [1, 10], replicates, 3, True, histogram_replicates, strata)
     meta = {"vocab_size": VOCAB, "model": model, "dataset": "d", "S": S, "ties": "ge", OWN_SHA: model}
@@ -259,14 +261,14 @@ def run(
     info = ModelInfo(family, None, model, True, None, model)
     summary, _, boot = summarize(arrays, meta, settings, resampling, info, WindowSpec(64, None, None), None, n_bytes)
     reps = Totals({name[4:]: value for name, value in boot.items() if name.startswith("rep_")})
-    return Summary.from_json(summary.to_json()), reps, resampling
+    return Summary.from_json(summary.to_json()), reps, resampling, unit_totals(boot)
 
 
 def test_bpb_equals_brute_force_at_the_point_and_on_every_replicate() -> None:
     n_bytes = byte_lengths()
     arrays = rank_arrays(0, n_bytes)
     assert (n_bytes[arrays.target] == 0).any()  # some scored targets are special tokens: no byte
-    summary, reps, resampling = run(arrays, n_bytes, histogram_replicates=10)  # metrics.csv reads them all
+    summary, reps, resampling, units = run(arrays, n_bytes, histogram_replicates=10)  # metrics.csv reads them all
     logprob = arrays.logprob.astype(np.float64)
     target_bytes = n_bytes[arrays.target]
     brute = -logprob.sum() / LN2 / target_bytes.sum()
@@ -282,12 +284,14 @@ def test_bpb_equals_brute_force_at_the_point_and_on_every_replicate() -> None:
     assert np.std(expected) > 0  # the replicates do vary
 
     # metrics.csv: the value and its interval, from the same totals
-    table = metrics_table([summary], Replicates([summary], [reps]), 0.95)
+    table = metrics_table([summary], Replicates([summary], [reps], [units]), 0.95)
     row = table[table["metric"] == "bpb"].iloc[0]
     assert pd_isna(row["k"]) and row["value"] == pytest.approx(brute, rel=1e-12)
-    tail = 50.0 * (1.0 - expanded_level(0.95, summary.n_eff_documents))  # few documents: expanded percentiles
-    low, high = np.percentile(expected, [tail, 100.0 - tail])
-    assert row["ci_low"] == pytest.approx(low, rel=1e-9) and row["ci_high"] == pytest.approx(high, rel=1e-9)
+    # the cluster-robust t of the documents' own bits per byte, each weighing by its share of the bytes (by hand)
+    w = per_doc_bytes / per_doc_bytes.sum()
+    e = -per_doc_lp / LN2 / np.where(per_doc_bytes > 0, per_doc_bytes, 1) - brute
+    half = stats.t.ppf(0.975, cr2_t(e, w, np.array(0.0), 0.95)[2]) * np.sqrt(np.sum(w**2 * e**2 / (1 - w)))
+    assert row["ci_low"] == pytest.approx(brute - half, rel=1e-9) and row["ci_high"] == pytest.approx(brute + half)
 
 
 def pd_isna(value: Any) -> bool:
@@ -300,7 +304,7 @@ def test_bpb_is_ce_times_tokens_per_byte() -> None:
     """bpb = CE (nats per token) x tokens / (ln 2 x bytes), at the point and on every replicate: the same scored
     targets in numerator and denominator."""
     n_bytes = byte_lengths()
-    summary, reps, _ = run(rank_arrays(1, n_bytes), n_bytes)
+    summary, reps, _, _ = run(rank_arrays(1, n_bytes), n_bytes)
     totals = summary.totals()
     ce, bpb = METRICS["ce"].compute(totals), METRICS["bpb"].compute(totals)
     assert float(bpb) == pytest.approx(float(ce) * totals["n"] / (LN2 * totals["sum_bytes"]), rel=1e-12)
@@ -314,8 +318,8 @@ def test_a_summary_without_byte_lengths_has_no_bpb() -> None:
     than a number divided by nothing); every other metric is as with them."""
     n_bytes = byte_lengths()
     arrays = rank_arrays(2, n_bytes)
-    with_bytes, reps, _ = run(arrays, n_bytes, replicates=20, histogram_replicates=10)
-    without, reps_without, _ = run(arrays, None, replicates=20, histogram_replicates=10)
+    with_bytes, reps, _, _ = run(arrays, n_bytes, replicates=20, histogram_replicates=10)
+    without, reps_without, _, _ = run(arrays, None, replicates=20, histogram_replicates=10)
     assert "sum_bytes" not in without.sums and "sum_bytes" not in reps_without
     a = metrics_table([with_bytes], Replicates([with_bytes], [reps]), 0.95)
     b = metrics_table([without], Replicates([without], [reps_without]), 0.95)
@@ -333,7 +337,7 @@ def test_a_target_outside_the_byte_table_is_refused() -> None:
 def test_an_all_special_document_set_has_no_bpb() -> None:
     """Scored targets holding no byte at all give NaN, never an infinite or zero bpb."""
     zero = np.zeros(VOCAB, dtype=np.int64)
-    summary, reps, _ = run(rank_arrays(4, zero), zero, replicates=10)
+    summary, reps, _, _ = run(rank_arrays(4, zero), zero, replicates=10)
     assert math.isnan(float(METRICS["bpb"].compute(summary.totals())))
     assert np.isnan(METRICS["bpb"].compute(reps)).all()
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import special
 
 from rankscale.bootstrap import (
     interval,
@@ -277,6 +278,10 @@ def test_metrics_table_intervals_are_per_k() -> None:
     summaries, replicates = synthetic_family(rbp, 7.0 * SIZES**-0.05, replicates=200, noise=0.01)
     metrics = metrics_table(summaries, replicates, 0.9)
     row = metrics[(metrics["model"] == "m0") & (metrics["k"] == 10)].iloc[0]
-    low, high = interval(replicates.at("m0", "d", "rbp", 10), 0.9, row["value"])
+    # no unit totals loaded: the bias-corrected percentile interval (BC: BCa with no acceleration), by hand
+    reps = replicates.at("m0", "d", "rbp", 10)
+    z0 = special.ndtri(np.mean(reps < row["value"]) + 0.5 * np.mean(reps == row["value"]))
+    low, high = np.quantile(reps, special.ndtr(2 * z0 + special.ndtri([0.05, 0.95])))
     assert (row["ci_low"], row["ci_high"]) == (pytest.approx(float(low)), pytest.approx(float(high)))
+    assert row["ci_method"] == "bc" and row["ci_low"] < row["value"] < row["ci_high"]
     assert isinstance(metrics, pd.DataFrame) and {"ci_low", "ci_high"} <= set(metrics.columns)

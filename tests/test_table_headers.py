@@ -237,3 +237,23 @@ def test_an_old_headerless_file_still_reads_back_empty(tmp_path: Path) -> None:
     with pytest.raises(pd.errors.EmptyDataError):
         pd.read_csv(path)
     assert read_table(path).empty
+
+
+@pytest.mark.parametrize("run", ["default", "everything"])
+def test_no_point_sits_on_or_outside_its_own_interval(runs, run: str) -> None:
+    """metrics.csv and conjecture.csv as written: every finite interval holds its point strictly (or is the point,
+    where nothing moves with the documents); an empty one says why (issue 49: the histogram statistics' intervals
+    used to be stretched to reach their point)."""
+    _, tables = runs[run]
+    metrics = tables["metrics"]
+    finite = metrics["ci_low"].notna()
+    inside = (metrics["ci_low"] < metrics["value"]) & (metrics["value"] < metrics["ci_high"])
+    point = (metrics["ci_low"] == metrics["value"]) & (metrics["ci_high"] == metrics["value"])
+    assert finite.any() and (inside | point)[finite].all()
+    assert (metrics.loc[~finite, "ci_note"].str.len() > 0).all()
+    conjecture = tables["conjecture"]
+    for name in ("ce", "ee", "self_alignment", "confidence", "ee_lognormal", "mu", "sigma"):
+        low, high, value = conjecture[f"{name}_ci_low"], conjecture[f"{name}_ci_high"], conjecture[name]
+        has = low.notna()
+        assert ((low < value) & (value < high) | (low == value) & (high == value))[has].all(), name
+        assert conjecture.loc[~has & value.notna(), "ci_note"].str.contains(name).all(), name

@@ -44,6 +44,9 @@ class Metric:
     law_label: str  # axis label (matplotlib mathtext) of the fitted quantity; "{k}" stands for k
     label: str  # axis label of the metric itself
     statistics: tuple[DocumentStatistic, ...] = ()  # the per-document sums `compute` reads
+    # a ratio's denominator (tokens, bytes): `compute` of one document's sums is its own rate, and documents weigh by
+    # their share of this (`rankscale.intervals.cr2_t`); None for a metric that is no ratio of document sums
+    weight: DocumentStatistic | None = None
 
     def axis_label(self, k: int | None = None, law: bool = True) -> str:
         return (self.law_label if law else self.label).replace("{k}", str(k))
@@ -104,6 +107,7 @@ METRICS: dict[str, Metric] = {
             law_label="$-\\log \\mathrm{RBP}_{{k}}$",
             label="$\\mathrm{RBP}_{{k}}$",
             statistics=(TOKENS, HITS),
+            weight=TOKENS,
         ),
         Metric(
             name="ce",
@@ -115,6 +119,7 @@ METRICS: dict[str, Metric] = {
             law_label="cross-entropy (nats)",
             label="cross-entropy (nats)",
             statistics=(TOKENS, LOGPROB_SUM),
+            weight=TOKENS,
         ),
         # CE per byte of text, so that families with different tokenizers compare (docs/science.md)
         Metric(
@@ -127,6 +132,7 @@ METRICS: dict[str, Metric] = {
             law_label="cross-entropy (bits per byte)",
             label="cross-entropy (bits per byte)",
             statistics=(LOGPROB_SUM, BYTES),
+            weight=BYTES,
         ),
         # the decomposition CE = error entropy + self-alignment + confidence (docs/science.md)
         histogram_metric("ee", "error entropy (nats)"),

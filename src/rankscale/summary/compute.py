@@ -10,14 +10,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from scipy import sparse
 
-from rankscale.bootstrap import kish_documents, replicate_totals, resample_counts
+from rankscale.bootstrap import BLOCK, kish_documents, replicate_totals, resample_counts
 from rankscale.conjecture import distribution_replicates, distribution_statistics, rank_sums
 from rankscale.identity import OWN_SHA
 from rankscale.lognormal import DegenerateRanks
@@ -155,6 +155,32 @@ def per_document(
 FEW_DOCUMENTS = 30.0
 
 
+JACKKNIFE = "jack_"  # a bootstrap file's leave-one-unit-out values of the histogram statistics: jack_<name> [U]
+
+
+def leave_one_out(
+    units: np.ndarray, statistics: Callable[[Iterator[np.ndarray]], dict[str, np.ndarray]]
+) -> dict[str, np.ndarray]:
+    """Each histogram statistic with one resampling unit's documents left out, [U] over units 0..U - 1 (NaN for a
+    unit with no scored document): the jackknife over documents that BCa's acceleration reads
+    (`rankscale.intervals.acceleration`). `statistics` maps blocks of document weights [b, documents] to values."""
+    present = np.unique(units)
+    size = int(units.max()) + 1 if units.size else 0
+
+    def blocks() -> Iterator[np.ndarray]:
+        for start in range(0, present.size, BLOCK):
+            yield (units[None, :] != present[start : start + BLOCK, None]).astype(np.float64)
+
+    with np.errstate(divide="ignore", invalid="ignore"):  # a lone unit left out leaves an empty histogram
+        values = statistics(blocks())
+    out = {}
+    for name, value in values.items():
+        full = np.full(size, np.nan)
+        full[present] = value
+        out[name] = full
+    return out
+
+
 def target_bytes(target: np.ndarray, token_bytes: np.ndarray) -> np.ndarray:
     """Per scored token, the UTF-8 byte length of its target's text (`token_bytes` indexed by token id)."""
     if target.size and int(target.max()) >= token_bytes.size:
@@ -198,9 +224,10 @@ def summarize(
         *rank_sums(arrays.rank, arrays.logprob, vocab_size), law_k, settings.truncate
     )
     blocks = (b[:, units].astype(np.float64) for b in resampling.draws(settings.distribution_replicates))
-    replicates.update(
-        distribution_replicates(*pairs.by_row(vocab_size, len(docs)), blocks, distribution, law_k, settings.truncate)
-    )
+    by_row = pairs.by_row(vocab_size, len(docs))
+    replicates.update(distribution_replicates(*by_row, blocks, distribution, law_k, settings.truncate))
+    jackknife = leave_one_out(units, lambda w: distribution_replicates(*by_row, w, distribution, law_k,
+                                                                      settings.truncate))  # fmt: skip
     sums = {name: value.sum(axis=0) for name, value in stats.items()}
     run_total, run_hit = sums[RUN_WINDOWS.name], sums[RUN_HITS.name]
     runs = [
@@ -238,5 +265,6 @@ def summarize(
         "units": units,
         **{f"doc_{k}": v for k, v in {**stats, **llr}.items()},
         **{f"rep_{k}": v for k, v in replicates.items()},
+        **{f"{JACKKNIFE}{k}": v for k, v in jackknife.items()},
     }
     return summary, hist, boot

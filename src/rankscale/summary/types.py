@@ -221,10 +221,17 @@ def load_replicates(summary: Summary, paths: SummaryPaths) -> Totals:
         return Totals({name[4:]: data[name] for name in data.files if name.startswith("rep_")})
 
 
+def left_out(name: str) -> str:
+    """The key of a histogram statistic's leave-one-unit-out values [U] among `unit_totals`."""
+    return f"{name} without the unit"
+
+
 def unit_totals(boot: Mapping[str, np.ndarray]) -> Totals:
     """Every per-document statistic of a bootstrap file's arrays summed per resampling unit (the documents the
     bootstrap draws) [U, ...], U the largest unit + 1 (a unit without scored tokens sums to 0): what a replicate
-    weights by its draw counts, so each unit's influence on a metric (`rankscale.tables.base.Replicates.influence`)."""
+    weights by its draw counts, so each unit's influence on a metric (`rankscale.tables.base.Replicates.influence`).
+    Beside them, under `left_out(name)`, each histogram statistic with the unit's documents left out (its
+    jackknife, where the file has one)."""
     units = np.asarray(boot["units"], dtype=np.int64)
     size = int(units.max()) + 1 if units.size else 0
     out = {}
@@ -234,13 +241,15 @@ def unit_totals(boot: Mapping[str, np.ndarray]) -> Totals:
             summed = np.zeros((size, *values.shape[1:]))
             np.add.at(summed, units, values)
             out[name[4:]] = summed
+        elif name.startswith("jack_"):
+            out[left_out(name[5:])] = np.asarray(array, dtype=np.float64)
     return Totals(out)
 
 
 def load_unit_totals(summary: Summary, paths: SummaryPaths) -> Totals:
     """`unit_totals` of a summary's bootstrap file; checked first."""
     with np.load(_verified(summary, paths, "boot")) as data:
-        return unit_totals({name: data[name] for name in data.files if name == "units" or name.startswith("doc_")})
+        return unit_totals({name: data[name] for name in data.files if name == "units" or name.startswith(("doc_", "jack_"))})
 
 
 def load_histogram(summary: Summary, paths: SummaryPaths) -> np.ndarray:

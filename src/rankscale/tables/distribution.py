@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from rankscale.bootstrap import interval_mc_error
+from rankscale.intervals import BIAS_LIMIT
 from rankscale.laws import ols
 from rankscale.metrics import METRICS
 from rankscale.rankdist import FAMILIES, bound_note
@@ -18,6 +19,7 @@ from rankscale.report import sections
 from rankscale.statistics import TOKENS
 from rankscale.summary import RankTest, Summary
 from rankscale.tables.base import Replicates, Table, largest, optional_columns, with_intervals
+from rankscale.tables.model_intervals import bootstrap_interval, metric_intervals
 from rankscale.tables.noise import covariance_df, line_with_sizes
 
 LOGNORMAL = "lognormal"  # the rank test entry of the lognormal itself (the others are its alternatives)
@@ -53,14 +55,19 @@ def conjecture_table(summaries: Iterable[Summary], replicates: Replicates, level
     for s in summaries:
         totals = replicates.totals[s.key]
         row: dict[str, Any] = s.columns()
-        ce = float(METRICS["ce"].compute(s.totals()))
-        row.update(with_intervals(ce, replicates.at(s.model, s.dataset, "ce"), level, "ce", s.n_eff_documents))
-        errors = []
+        ce = np.atleast_1d(METRICS["ce"].compute(s.totals()))
+        found = {"ce": metric_intervals(s, METRICS["ce"], ce, replicates, level)[0]}
+        row.update({"ce": float(ce[0])})
         for name, value in s.distribution.values().items():
-            row.update(with_intervals(value, totals[name], level, name, s.n_eff_documents))
-            errors.append(interval_mc_error(totals[name], level, s.n_eff_documents))
-        rows.append({**row, "replicates": s.distribution_replicates, "ci_mc_error": largest(errors),
-                     "truncated": s.truncated, "note": s.distribution.note})  # fmt: skip
+            found[name] = bootstrap_interval(s, name, np.asarray(totals[name], dtype=np.float64), value, replicates,
+                                             level)  # fmt: skip
+            row[name] = value
+        for name, got in found.items():
+            row.update({f"{name}_ci_low": got.low, f"{name}_ci_high": got.high})
+        notes = "; ".join(f"{name}: {got.note}" for name, got in found.items() if got.note and not s.distribution.note)
+        rows.append({**row, "replicates": s.distribution_replicates,
+                     "ci_mc_error": largest([got.mc_error for got in found.values()]), "truncated": s.truncated,
+                     "note": s.distribution.note, "ci_note": notes})  # fmt: skip
     return pd.DataFrame(rows).sort_values(["family", "dataset", "S"], kind="stable").reset_index(drop=True)
 
 
@@ -217,10 +224,13 @@ TABLES = [
             "``mu``, ``sigma`` and what it implies for a calibrated model (the paper's Appendix B): its entropy "
             "``ee_lognormal`` (the CE it predicts), ``neg_log_p1_lognormal`` (the -log RBP_1 it predicts), "
             "-log RBP_k at the ``analysis.law_k``, and the paper's closed-form approximation "
-            "``ce_appendix_b`` / ``neg_log_p1_appendix_b``. Intervals: document bootstrap with ``replicates`` "
-            "replicates (``analysis.lognormal.replicates``: every one refits the lognormal); ``ci_mc_error``: the "
+            "``ce_appendix_b`` / ``neg_log_p1_appendix_b``. Intervals: ``ce``'s as metrics.csv's (a cluster-robust t "
+            "over documents); the others BCa over a document bootstrap with ``replicates`` replicates "
+            "(``analysis.lognormal.replicates``; the lognormal refitted by one Newton step) and the jackknife over "
+            f"documents, empty where the statistic is biased under resampling (|z0| > {BIAS_LIMIT:g}: error entropy, "
+            "self-alignment and confidence mostly), with ``ci_note`` saying which and why; ``ci_mc_error``: the "
             "largest Monte Carlo standard error of the row's interval ends, as a share of that interval's width "
-            "(how far another draw of as many replicates would move them). Where the lognormal is at "
+            "(how far another draw of as many replicates would move them; a grouped jackknife over the replicates). Where the lognormal is at "
             "a bound of its optimizer (or cannot be fitted), mu, sigma and everything derived from the fit are empty, "
             "values and intervals, and ``note`` says why; the measured quantities stay."
         ),

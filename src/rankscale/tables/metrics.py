@@ -9,15 +9,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.bootstrap import interval, interval_mc_error
+from rankscale.intervals import BIAS_LIMIT, RELIABLE_DESIGN_EFFECT, RELIABLE_DOCUMENTS, ModelInterval
 from rankscale.metrics import METRICS
 from rankscale.report.sections import LAWS
 from rankscale.summary import FEW_DOCUMENTS, Summary
 from rankscale.tables.base import Replicates, Table, optional_columns, typed
+from rankscale.tables.model_intervals import interval_method, metric_intervals, reliability
 
 
 def metrics_table(summaries: Iterable[Summary], replicates: Replicates | None, level: float) -> pd.DataFrame:
-    """One row per (model, dataset, metric[, k]) for every metric of `METRICS`, with its interval."""
+    """One row per (model, dataset, metric[, k]) for every metric of `METRICS`, with its interval
+    (`rankscale.tables.model_intervals`)."""
     rows = []
     for s in summaries:
         base = s.columns()
@@ -28,17 +30,18 @@ def metrics_table(summaries: Iterable[Summary], replicates: Replicates | None, l
             values = np.atleast_1d(metric.compute(totals))
             ks: list[Any] = list(s.k) if metric.per_k else [pd.NA]
             if replicates is not None:
-                reps = replicates.metric(s.model, s.dataset, metric.name).reshape(-1, len(ks))
-                low, high = interval(reps, level, values, n_eff=s.n_eff_documents)  # expanded: few documents
-                mc = [interval_mc_error(reps[:, j], level, s.n_eff_documents) for j in range(len(ks))]
-                counts = np.isfinite(reps).sum(axis=0)
+                found = metric_intervals(s, metric, values, replicates, level)
+                counts = np.isfinite(replicates.metric(s.model, s.dataset, metric.name).reshape(-1, len(ks))).sum(0)
             else:
-                low = high = np.full(len(ks), math.nan)
-                mc, counts = [math.nan] * len(ks), np.zeros(len(ks), dtype=int)
-            for k, v, lo, hi, error, count in zip(ks, values, low, high, mc, counts, strict=True):
+                found = [ModelInterval(math.nan, math.nan, note="no bootstrap replicates")] * len(ks)
+                counts = np.zeros(len(ks), dtype=int)
+            method = interval_method(metric, None if replicates is None else replicates.units.get(s.key))
+            for k, v, got, count in zip(ks, values, found, counts, strict=True):
+                ok, note = reliability(got, s.n_eff_documents, s.n_documents, method)
                 rows.append({**base, "few_documents": bool(s.n_eff_documents < FEW_DOCUMENTS), "metric": metric.name,
-                             "k": k, "value": float(v), "ci_low": lo, "ci_high": hi, "ci_mc_error": error,
-                             "replicates": int(count),
+                             "k": k, "value": float(v), "ci_low": got.low, "ci_high": got.high,
+                             "ci_mc_error": got.mc_error, "replicates": int(count), "ci_method": method,
+                             "ci_reliable": ok, "ci_note": note,
                              "quantization": s.quantization})  # fmt: skip
     df = optional_columns(typed(pd.DataFrame(rows)), "quantization")  # only where some model is a GGUF's
     return df.sort_values(["family", "dataset", "metric", "k", "S", "D"], kind="stable").reset_index(drop=True)
@@ -59,14 +62,22 @@ TABLES = [
             "non-embedding parameters; n_tokens the number of scored tokens, n_documents their documents and "
             "n_eff_documents Kish's effective number of them, (sum n_d)^2 / sum n_d^2; ``few_documents``: under "
             f"{FEW_DOCUMENTS:g} effective documents, where the intervals rest on their small-sample correction and a "
-            "law's lack of fit is tested from the documents themselves. ``ci_low``, ``ci_high``: percentile interval "
-            "(``analysis.bootstrap.level``) of a bootstrap over documents (tokens of one document are correlated, "
-            "so documents, not tokens, are resampled), expanded for n_eff_documents (Hesterberg's expanded "
-            "percentile: the percentiles whose Normal quantile is sqrt(n / (n - 1)) t_(n - 1); 95% -> 95.4% at "
-            "n = 100, 99.3% at n = 6.6), from ``replicates`` bootstrap replicates (``analysis.bootstrap.replicates``; "
-            "the rank histogram's metrics, ee to the lognormal's, ``analysis.lognormal.replicates``); ``ci_mc_error``: "
-            "the Monte Carlo standard error of the interval's ends as a share of its width (the larger end's), how "
-            "far another draw of as many replicates would move them. ``quantization`` (where "
+            "law's lack of fit is tested from the documents themselves. ``ci_low``, ``ci_high``: the "
+            "``analysis.bootstrap.level`` interval, by ``ci_method``: ``cr2_t`` for RBP_k, CE and bits per byte (ratios "
+            "of document sums: the cluster-robust CR2 variance of the documents' own rates with a t quantile on "
+            "Bell and McCaffrey's degrees of freedom, which fall as a few documents dominate; exact, so "
+            "``ci_mc_error`` 0), ``bca`` for the rank histogram's statistics (BCa over the document bootstrap of "
+            "``replicates`` replicates, ``analysis.lognormal.replicates``, with the jackknife over documents; empty "
+            f"where the statistic is biased under resampling, |z0| > {BIAS_LIMIT:g}, as error entropy, self-alignment and "
+            "confidence are: no valid interval), ``bc`` where a table is built without the "
+            f"documents' sums. ``ci_reliable``: False for a ``bca`` or ``bc`` interval (they covered 79-96% on the "
+            f"run's own documents), where there is no interval, or under {RELIABLE_DOCUMENTS:g} "
+            f"effective documents or where n_documents / n_eff_documents exceeds {RELIABLE_DESIGN_EFFECT:g} "
+            "(uneven lengths: a few documents hold most tokens), "
+            "where no method reached 93% coverage on the run's own documents; ``ci_note`` says why. "
+            "``ci_mc_error``: the Monte Carlo standard error of the interval's ends as a share of its width (the "
+            "larger end's; a grouped jackknife over the replicates), how far another draw of as many replicates "
+            "would move them. ``quantization`` (where "
             "some model is a GGUF file's): its quantization type (e.g. Q4_1; its ranks are those of the dequantized "
             "weights), empty for the other models."
         ),
