@@ -244,7 +244,7 @@ def test_broken_yaml_names_its_file_and_line(text: str, tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_yaml(path)
     lines = error_lines(caught.value, [path], None)
-    assert len(lines) == 1 and re.match(rf"config error in \S*broken\.yaml:\d+", lines[0]), lines
+    assert len(lines) == 1 and re.match(r"config error in \S*broken\.yaml:\d+", lines[0]), lines
 
 
 # a few mutations every kind of fuzzing found worth keeping, through `snakemake -n` for real: one line, no traceback
