@@ -19,7 +19,7 @@ from scipy import stats
 
 from rankscale.bootstrap import expanded_level, expansion, interval, replicate_totals
 from rankscale.identity import OWN_SHA
-from rankscale.laws.few_documents import Documents, few_documents_test, length_power
+from rankscale.laws.few_documents import Documents, few_documents_test, sign_flips
 from rankscale.laws.random_effects import hotelling_p, lack_of_fit
 from rankscale.lognormal import sample_discrete_lognormal
 from rankscale.metrics import METRICS
@@ -140,24 +140,48 @@ def _weighted_documents(rng: np.random.Generator, tokens: np.ndarray, points: in
 @pytest.mark.slow
 @pytest.mark.parametrize("power", [1.0, 2.0])
 def test_the_test_from_the_documents_holds_its_level_whichever_noise_they_have(power: float) -> None:
-    """Gaussian documents of pydoc's token counts, an exact law, 300 simulations: the documents' test rejects about
-    5% whether each document's noise is its tokens' (power 1) or its own whatever its length (power 2; Hotelling
-    and chi^2 cannot tell the two apart: chi^2 rejects several times 5% in both), and the length power it reads
-    from the documents is the one they have."""
+    """Gaussian documents of pydoc's token counts, an exact law, 300 simulations: the sign-flip test rejects about
+    5% whether each document's noise is its tokens' (power 1) or its own whatever its length (power 2), where
+    chi^2 rejects several times 5% in both."""
     rng = np.random.default_rng(3)
     tokens = np.array(few_documents_module().PYDOC, dtype=np.float64)
     X = np.stack([np.ones(6), np.log(few_documents_module().SIZES)], axis=1)
-    L = np.linalg.qr(X, mode="complete")[0][:, 2:]
     rejected = chi2 = 0
-    powers = []
     for _ in range(300):
         a, mean = _weighted_documents(rng, tokens, 6, power)
         y = X @ np.array([1.0, -0.05]) + mean
         rejected += lack_of_fit(X, y, a.T @ a, 5.6, Documents(a, tokens))[2] < 0.05
         chi2 += lack_of_fit(X, y, a.T @ a)[2] < 0.05
-        powers.append(length_power(tokens / tokens.sum(), a @ L))
     assert 0.02 <= rejected / 300 <= 0.08 and chi2 / 300 > 0.15
-    assert np.mean(powers) == pytest.approx(power, abs=0.2)  # held to [1, 2]: the mean sits inside the end
+
+
+def test_the_sign_flip_p_is_the_share_of_every_sign_pattern() -> None:
+    """Nine units, m = 2: the Monte Carlo p of 40,000 random sign patterns matches the exact share of all 2^9
+    patterns whose Q* reaches the observed Q (brute force), all signs +1 reproduce Q, and a law off by a trend
+    in the residual space the documents cannot explain is rejected."""
+    rng = np.random.default_rng(8)
+    tokens = rng.integers(50, 2000, 9).astype(np.float64)
+    shares = tokens / tokens.sum()
+    L = np.linalg.qr(np.stack([np.ones(4), np.arange(4.0)], axis=1), mode="complete")[0][:, 2:]
+    errors = rng.standard_normal((9, 4)) * shares[:, None]
+    z_full = errors.sum(axis=0)
+    influence = errors - shares[:, None] * z_full[None, :]
+    y = z_full  # an exact law (log y = 0 + the documents' error)
+    q, p = few_documents_test(L, y, Documents(influence, tokens), draws=40_000)
+    e = influence @ L + shares[:, None] * (L.T @ y)[None, :]
+    patterns = np.array(np.meshgrid(*[[-1.0, 1.0]] * 9)).reshape(9, -1).T
+    exact = []
+    for s in patterns:
+        zs = (s[:, None] * e).sum(axis=0)
+        bs = s[:, None] * e - shares[:, None] * zs[None, :]
+        exact.append(zs @ np.linalg.solve(bs.T @ bs, zs))
+    exact = np.array(exact)
+    assert exact[-1] == pytest.approx(q, rel=1e-9)  # all +1
+    assert p == pytest.approx((exact >= q * (1 - 1e-12)).mean(), abs=0.006)
+    ref = sign_flips(e, shares, 10, np.random.SeedSequence(1))
+    assert ref.shape == (10,) and np.all(ref > 0)
+    bent = y + L @ np.array([40.0, -25.0]) * np.sqrt((influence**2).sum() / 9)
+    assert few_documents_test(L, bent, Documents(influence, tokens))[1] < 0.05
 
 
 def test_with_many_documents_the_test_from_the_documents_is_chi2() -> None:

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.bootstrap import interval, p_value
+from rankscale.bootstrap import interval
 from rankscale.laws import FitForm, FittedLaw, Points
+from rankscale.laws.agreement import interval_p_value
 from rankscale.laws.few_documents import Documents
 from rankscale.tables.base import Replicates
 from rankscale.tables.noise import LawNoise, Noise, law_noise, size_correlation_of
@@ -82,7 +83,7 @@ class ExponentContrast:
     def row(self, level: float) -> dict[str, Any]:
         low, high = interval(self.replicates, level, self.point)
         return {"difference": self.point, "ci_low": float(low), "ci_high": float(high),
-                "p_value": p_value(self.replicates), "replicates": int(np.isfinite(self.replicates).sum()),
+                "p_value": interval_p_value(self.replicates, self.point), "replicates": int(np.isfinite(self.replicates).sum()),
                 **self.noise.columns(), "noise": self.noise.label}  # fmt: skip
 
 

@@ -32,7 +32,6 @@ from rankscale.laws.random_effects import (
     with_size_level,
 )
 from rankscale.metrics import METRICS
-from rankscale.summary import FEW_DOCUMENTS
 from rankscale.tables.base import Replicates
 from rankscale.tables.selection import optional_int
 
@@ -282,11 +281,9 @@ def size_correlation_of(form: FitForm, laws: tuple[FittedLaw, FittedLaw], points
 
 def law_documents(group: pd.DataFrame, replicates: Replicates) -> Documents | None:
     """Each resampling unit's influence on log of the group's fitted quantity, [U, models] (`Replicates.influence`),
-    and its scored tokens (the first model's: a law's models score the same documents), where the group's fewest
-    effective documents are few (`FEW_DOCUMENTS`) and every model has unit totals; else None (Hotelling's T^2
-    tests the law)."""
-    if "n_eff_documents" not in group or not float(group["n_eff_documents"].min()) < FEW_DOCUMENTS:
-        return None
+    and its scored tokens (the first model's: a law's models score the same documents), where every model has unit
+    totals (the sign-flip test from the documents, `rankscale.laws.few_documents`, at any number of documents:
+    Hotelling's T^2 rejected 9.3% of exact laws at 41 effective real documents); else None (Hotelling's T^2)."""
     metric = group["metric"].iloc[0]
     k = optional_int(group["k"].iloc[0])
     strata = group["stratum_index"].tolist() if "stratum_index" in group else [None] * len(group)
