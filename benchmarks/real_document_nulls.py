@@ -7,8 +7,9 @@ CE and RBP_1 (token-weighted over every document) lie exactly on a power law in 
 the null holds exactly for the population and every departure a sample shows comes from drawing documents. Each
 simulation draws documents with replacement and runs the tables' own code on them: each unit's influence on log y
 in closed form (CE: s_u / S - n_u / N; -log RBP_1: -(h_u / H - n_u / N) / -log RBP_1), the lack-of-fit test from
-the documents (`rankscale.laws.random_effects.lack_of_fit`, the sign-flip null) beside Hotelling's T^2 on Kish's
-n_eff - 1 over the same Q (what the tables used above 30 effective documents), and, with `--replicates B`, the
+the documents (`rankscale.laws.few_documents`: the residual sum of squares against the sign-flip null, its floor of
+20 effective documents lifted, and the tables' rule, which calls a sample under that floor not testable) beside
+Hotelling's T^2 on Kish's n_eff - 1 over the studentized Q (what the tables used above 30 effective documents), and, with `--replicates B`, the
 document bootstrap and the law's exponent interval and the CE - (-log RBP_1) exponent contrast through `LawNoise`
 and `exponent_contrast`, checked against the imposed exponents.
 
@@ -32,12 +33,13 @@ import numpy as np
 
 from rankscale.bootstrap import interval, kish_documents
 from rankscale.laws import FORMS, Points
-from rankscale.laws.few_documents import Documents
-from rankscale.laws.random_effects import hotelling_p, lack_of_fit
+from rankscale.laws.few_documents import MIN_DOCUMENTS, Documents, few_documents_test
+from rankscale.laws.random_effects import hotelling_p, residual_basis
 from rankscale.tables.lawkit import exponent_contrast
 from rankscale.tables.noise import LawNoise, Noise
 
 LEVEL = 0.95
+DRAWS = 2000  # sign patterns per test (the tables take 4000)
 CELLS = ("pydoc-7", "pydoc-14", "humaneval-pydoc", "humaneval-22", "humaneval-41", "humaneval-133")
 
 
@@ -98,10 +100,13 @@ class Cell:
     rejected: dict[str, int] | None = None
     hotelling: dict[str, int] | None = None
     covered: dict[str, int] | None = None
+    testable: dict[str, int] | None = None
+    rejected_testable: dict[str, int] | None = None
     intervals: int = 0
 
     def __post_init__(self) -> None:
         self.tested, self.rejected, self.hotelling = {"ce": 0, "rbp": 0}, {"ce": 0, "rbp": 0}, {"ce": 0, "rbp": 0}
+        self.testable, self.rejected_testable = {"ce": 0, "rbp": 0}, {"ce": 0, "rbp": 0}
         self.covered = {"ce": 0, "rbp": 0, "contrast": 0}
 
 
@@ -144,14 +149,18 @@ def simulate(cell: str, pools: dict[str, Pool], sims: int, replicates: int, seed
         y = {"ce": C / N, "rbp": -np.log(H / N)}
         influence = {"ce": ce / C[None, :] - n[:, None] / N,
                      "rbp": -(hits / H[None, :] - n[:, None] / N) / y["rbp"][None, :]}  # fmt: skip
-        X = np.stack([np.ones_like(pool.S), np.log(pool.S)], axis=1)
+        L = residual_basis(np.stack([np.ones_like(pool.S), np.log(pool.S)], axis=1))
+        n_eff = kish_documents(n)
         for key in ("ce", "rbp"):
-            a = influence[key]
-            q, dof, p = lack_of_fit(X, np.log(y[key]), a.T @ a, kish_documents(n) - 1.0, Documents(a, n))
-            if np.isfinite(p):
-                out.tested[key] += 1
-                out.rejected[key] += p < 0.05
-                out.hotelling[key] += hotelling_p(q, dof, kish_documents(n) - 1.0) < 0.05
+            a, z = influence[key], L.T @ np.log(y[key])
+            _, p = few_documents_test(L, np.log(y[key]), Documents(a, n), draws=DRAWS, min_documents=0.0)
+            b = a @ L
+            studentized = float(z @ np.linalg.solve(b.T @ b, z))  # Hotelling's Q over the documents' V
+            out.tested[key] += 1
+            out.rejected[key] += p < 0.05
+            out.testable[key] += n_eff >= MIN_DOCUMENTS
+            out.rejected_testable[key] += (p < 0.05) and n_eff >= MIN_DOCUMENTS
+            out.hotelling[key] += hotelling_p(studentized, L.shape[1], n_eff - 1.0) < 0.05
         if replicates:
             _intervals(out, form, pool, rows, n, ce, hits, y, influence, replicates, rng)
     return out
@@ -204,18 +213,21 @@ def main() -> None:
     for name, pool in pools.items():
         print(f"{name}: {len(pool.tokens)} documents, n_eff {kish_documents(pool.tokens):.1f}, "
               f"alpha CE {pool.alpha_ce:.4f}, -log RBP_1 {pool.alpha_rbp:.4f}")  # fmt: skip
-    print("| cell | sims | n_eff | CE rejects (sign flip) | −log RBP_1 rejects | CE (Hotelling) | −log RBP_1 (Hotelling) "
-          "| exponent CE covers | exponent −log RBP_1 | contrast | s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| cell | sims | n_eff | sign flip CE | sign flip −log RBP_1 | Hotelling CE | Hotelling −log RBP_1 | testable "
+          "(n_eff ≥ 20) | tables' test CE: all / testable | tables' test −log RBP_1: all / testable | exponent CE "
+          "covers | exponent −log RBP_1 | contrast | s |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.cells:
         start = time.perf_counter()
         c = simulate(name, pools, args.sims, args.replicates, args.seed)
         cover = [share(c.covered[k], c.intervals) for k in ("ce", "rbp", "contrast")]
         print(f"| {name} | {c.sims} | {c.n_eff / max(c.sims, 1):.1f} | {share(c.rejected['ce'], c.tested['ce'])} | "
               f"{share(c.rejected['rbp'], c.tested['rbp'])} | {share(c.hotelling['ce'], c.tested['ce'])} | "
-              f"{share(c.hotelling['rbp'], c.tested['rbp'])} | {' | '.join(cover)} | "
+              f"{share(c.hotelling['rbp'], c.tested['rbp'])} | {100 * c.testable['ce'] / max(c.sims, 1):.1f}% | "
+              f"{share(c.rejected_testable['ce'], c.sims)} / {share(c.rejected_testable['ce'], c.testable['ce'])} | "
+              f"{share(c.rejected_testable['rbp'], c.sims)} / {share(c.rejected_testable['rbp'], c.testable['rbp'])} | "
+              f"{' | '.join(cover)} | "
               f"{time.perf_counter() - start:.0f} |", flush=True)  # fmt: skip
-
 
 if __name__ == "__main__":
     main()
