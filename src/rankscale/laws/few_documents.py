@@ -17,11 +17,11 @@ log space, Q = |z|^2 = |r|^2 (the OLS fit's, the paper's estimator), and its nul
 signs +1 give the observed Q, so p = (1 + #{Q* >= Q}) / (1 + draws) is a Monte Carlo randomization test (Fisher's
 sign-flip test; the wild bootstrap's Rademacher weights, Davison & Hinkley 1997, Bootstrap Methods and their
 Application, 6.2.4). Studentizing Q by the documents' covariance (z^T (B^T B)^-1 z, re-estimated in every draw)
-rejected 15-27% of exact laws at pydoc's documents and 2.5-10% on HumanEval's; the sum of squares 4.3-7.0% on
-HumanEval's documents at n_eff 8 to 133 (benchmarks/real_document_nulls.py).
+rejected 15-27% of exact laws at pydoc's documents and up to 10% on HumanEval's (300 and 40 simulations); the sum of squares 3.8-5.8% on
+HumanEval's documents at n_eff 8 to 133 (benchmarks/real_document_nulls.py, 1000 simulations a cell).
 
-On pydoc's own documents no test held its level: the sum of squares rejected 8.8-11.5% of exact laws at n_eff 7
-and 8.0-8.3% at 14, the studentized Q, Hotelling's T^2 and a Gaussian reference more. One document holds a third
+On pydoc's own documents no test held its level: the sum of squares rejected 7.9-13.0% of exact laws at n_eff 8
+and 6.4-8.5% at 14, the studentized Q, Hotelling's T^2 and a Gaussian reference more. One document holds a third
 of pydoc's tokens, so a sample's own expectation lies off the population's law whenever that document is drawn
 or missed. So under `MIN_DOCUMENTS` effective documents (Kish) the lack of fit is not testable: Q is reported, p
 is NaN. Where the units cannot span the residual space (no more units with tokens than m) neither is.
