@@ -103,7 +103,7 @@ def exponent_contrast(
     Where log y is linear in the parameters (the power law) the difference of two OLS exponents is the exponent
     of the law of y_a / y_b, so the contrast is that law, with its own document covariance (of the replicate-by-
     replicate ratios, not the sum of the two), its own tau^2 and lack of fit (`documents`: each law's units', where
-    few documents test a law from them, `Noise.documents`). Other forms refit each law on its
+    the documents test a law from them, `Noise.documents`). Other forms refit each law on its
     own replicates with the size level, their size deviations correlated as REML estimates in the two laws' joint
     residual space (`rankscale.laws.paired`: shared draws would leave the contrast about (tau_a - tau_b)^2)."""
     assert form.exponent is not None

@@ -47,7 +47,7 @@ class Noise:
     # degrees of freedom of the document covariance: the fewest effective documents of the points, less one
     # (`covariance_df`); inf where the rows do not say (a covariance taken as known)
     documents_df: float = math.inf
-    # each resampling unit's influence on log y and its tokens, where few documents test the law from them
+    # each resampling unit's influence on log y and its tokens, where the documents test the law from them
     # (`law_documents`, `rankscale.laws.few_documents`); None: Hotelling's T^2 on `documents_df`
     documents: Documents | None = None
 
