@@ -119,3 +119,23 @@ def test_component_draws_have_the_components_covariance() -> None:
     se = np.sqrt((target**2 + np.outer(np.diag(target), np.diag(target))) / 200_000)
     assert np.all(np.abs(cov - target) <= 4 * se + 1e-12)
     assert np.var(draws.new) == pytest.approx(5e-4, rel=0.02)
+
+
+def test_at_bound_names_every_end_and_a_domain_wide_interval_is_not_identified() -> None:
+    """Refits of alpha with 3% at 0 and 40% at 5 (an interval [0, 5]): `at_bound` names both ends with their
+    shares, and alpha is not identified; beta with 10% at 5 only: its upper end alone; E at its one finite bound
+    (0) in 2% of refits: inside 2.5%, not named."""
+    from rankscale.laws.joint import JOINT
+
+    rng = np.random.default_rng(0)
+    alpha = np.concatenate([np.zeros(30), np.full(400, 5.0), rng.uniform(0.1, 4.9, 570)])
+    beta = np.concatenate([np.full(100, 5.0), rng.uniform(0.2, 0.4, 900)])
+    E = np.concatenate([np.zeros(20), rng.uniform(0.5, 1.0, 980)])
+    refits = {"alpha": alpha, "beta": beta, "E": E, "A": np.ones(1000), "B": np.ones(1000)}
+    ends = JOINT.bounded_ends(refits, 0.95, 1.0)
+    assert ends["alpha"] == "alpha's interval ends at its bounds 0 (3% of refits there) and 5 (40% of refits there)"
+    assert ends["beta"] == "beta's interval ends at its bound 5 (10% of refits there)"
+    assert set(ends) == {"alpha", "beta"}
+    assert JOINT.spanning(refits, 0.95, 1.0) == {
+        "alpha": "alpha's interval spans its whole domain [0, 5]: not identified"
+    }

@@ -103,3 +103,29 @@ def test_offset_contrast_covers_with_independent_size_deviations():
         low, high = interval(contrast.replicates, 0.95, contrast.point)
         hits += int(low <= truth[0][2] - truth[1][2] <= high)
     assert hits / sims >= 0.85
+
+
+def test_a_contrasts_p_value_agrees_with_its_interval_exactly() -> None:
+    """3000 synthetic contrasts (replicates of varied centre, spread, skew and count, some with ties at 0 and an
+    estimate on the other side of 0): the 95% (and 90%, 99%) interval excludes 0 exactly when p < 1 - level, and
+    p is twice the interpolated share of replicates beyond the null (brute force: the level whose interval just
+    reaches 0)."""
+    from rankscale.laws.agreement import interval_p_value
+
+    rng = np.random.default_rng(49)
+    for i in range(3000):
+        n = int(rng.integers(20, 1200))
+        values = rng.normal(rng.normal(0.0, 2.0), rng.uniform(0.2, 2.0), n) ** int(rng.choice([1, 1, 3]))
+        if i % 10 == 0:
+            values[: n // 20] = 0.0  # ties at the null
+        estimate = float(np.median(values) if i % 7 else -np.median(values))
+        p = interval_p_value(values, estimate)
+        assert 0.0 <= p <= 1.0
+        for level in (0.90, 0.95, 0.99):
+            low, high = interval(values, level, estimate)
+            assert (low > 0 or high < 0) == (p < 1 - level), (i, level, p, low, high)
+    values = np.array([-1.0, 1.0, 2.0, 3.0, 4.0])  # Q(q) = 0 at q = 0.125: p = 0.25
+    assert interval_p_value(values, 2.0) == pytest.approx(0.25)
+    assert interval_p_value(values, 0.0) == 1.0 and interval_p_value(values + 5, 7.0) == 0.0
+    assert interval_p_value(-values, -2.0) == pytest.approx(0.25)
+    assert interval_p_value(values + 1, 3.0, 1.0) == pytest.approx(0.25)  # a ratio against 1

@@ -218,3 +218,26 @@ def test_held_out_values_and_family_differences_are_covered_at_the_runs_scatter(
     module = coverage_module()
     cell = module.STUDIES[study](module.synthetic_covariance(), module.DEFAULT_RUN_TAU, 300, 300, 12, study)
     assert 0.92 <= cell.covered["pivot"] <= 0.995, cell.line()
+
+
+def test_each_law_draws_its_own_size_level() -> None:
+    """Two laws of one family and dataset (CE and -log RBP_1 with the same scatter) no longer share one draw of
+    the sizes' normals: their deviations correlate about 0 over 4000 replicates, while the same law's keys give
+    the same draws; `law_keys` spells k the same whether a table reads it as 1 or 1.0."""
+    from rankscale.tables.noise import LawNoise, Noise, law_keys
+
+    rng = np.random.default_rng(2)
+    S = np.array([2.5e4, 7.8e4, 1.7e5, 4.7e5, 1.2e6, 3.2e6])
+    points = Points.of(S)
+    y = 5.0 * S**-0.02 * np.exp(rng.normal(0.0, 0.02, 6))
+    reps = y[None, :] * np.exp(rng.normal(0.0, 0.003, (4000, 6)))
+    law = POWER_LAW.fit(points, y)
+    noise = Noise([str(s) for s in S], None, 0)
+    assert law_keys("f", "d", "neg_log_rbp", 1.0) == law_keys("f", "d", "neg_log_rbp", 1) == ("f", "d", "neg_log_rbp", "1")
+    first = LawNoise.of(POWER_LAW, law, points, y, reps, noise, law_keys("f", "d", "ce", float("nan")))
+    second = LawNoise.of(POWER_LAW, law, points, y, reps, noise, law_keys("f", "d", "neg_log_rbp", 1))
+    again = LawNoise.of(POWER_LAW, law, points, y, reps, noise, law_keys("f", "d", "ce", None))
+    assert first.draws is not None and second.draws is not None and again.draws is not None
+    np.testing.assert_array_equal(first.draws.deviations, again.draws.deviations)
+    a, b = first.draws.deviations[:, 0], second.draws.deviations[:, 0]
+    assert abs(np.corrcoef(a, b)[0, 1]) < 0.06

@@ -93,10 +93,30 @@ class FitForm:
         return out
 
     def bounded_ends(self, replicates: Replicates, level: float, level_of_y: float) -> dict[str, str]:
-        """Parameters whose `level` percentile interval runs into a bound of their domain: at least (1 - level) / 2
-        of the refits stop there, so that end is the bound, not a quantile of the parameter's noise (the interval
-        is one-sided there: the data do not rule out values beyond the domain's edge being approached)."""
+        """Parameters whose `level` percentile interval runs into a bound of their domain, naming every end that
+        does (lower and upper): at least (1 - level) / 2 of the refits stop there, so that end is the bound, not a
+        quantile of the parameter's noise (the interval is one-sided there)."""
         out = {}
+        for name, ends in self._ends_at_bounds(replicates, level, level_of_y).items():
+            said = " and ".join(f"{edge:g} ({share:.0%} of refits there)" for _, edge, share in ends)
+            out[name] = f"{name}'s interval ends at its bound{'s' if len(ends) > 1 else ''} {said}"
+        return out
+
+    def spanning(self, replicates: Replicates, level: float, level_of_y: float) -> dict[str, str]:
+        """Parameters whose `level` interval runs into both ends of a finite domain: it spans every value the fit
+        allows, so the data say nothing of the parameter (not identified, with why)."""
+        out = {}
+        for name, ends in self._ends_at_bounds(replicates, level, level_of_y).items():
+            if len(ends) == 2:
+                low, high = ends[0][1], ends[1][1]
+                out[name] = f"{name}'s interval spans its whole domain [{low:g}, {high:g}]: not identified"
+        return out
+
+    def _ends_at_bounds(self, replicates: Replicates, level: float,
+                        level_of_y: float) -> dict[str, list[tuple[str, float, float]]]:  # fmt: skip
+        """Per bounded parameter, each end ("low", "high") at least (1 - level) / 2 of its refits stop at, with the
+        bound and that share."""
+        out: dict[str, list[tuple[str, float, float]]] = {}
         for name, bound in self.bounds.items():
             samples = np.asarray(replicates.get(name, []), dtype=np.float64)
             samples = samples[np.isfinite(samples)]
@@ -104,7 +124,7 @@ class FitForm:
             for end, edge in (("low", bound.low), ("high", bound.high)):
                 share = sides.count(end) / len(sides) if sides else 0.0
                 if share >= (1.0 - level) / 2.0:
-                    out[name] = f"{name}'s interval ends at its bound {edge:g} ({share:.0%} of refits there)"
+                    out.setdefault(name, []).append((end, edge, share))
         return out
 
 

@@ -181,8 +181,9 @@ def lack_of_fit(
     Wishart on nu degrees of freedom, and Q is Hotelling's T^2: Q (nu - m + 1) / (nu m) ~ F(m, nu - m + 1)
     (Hotelling 1931; Anderson, An Introduction to Multivariate Statistical Analysis, 3rd ed., 5.2). chi^2 is
     its nu -> infinity limit; with nu <= m - 1 the documents cannot test the law (p is NaN). With `documents`
-    (each resampling unit's influence on the points and its tokens: few documents), Q takes the documents' own
-    covariance and its null from them instead (`rankscale.laws.few_documents`)."""
+    (each resampling unit's influence on the points and its tokens), Q is the residual sum of squares against
+    the documents' sign-flip null instead, not testable (p NaN) under 20 effective documents
+    (`rankscale.laws.few_documents`)."""
     v_inv, _ = _chol_inverse(V)
     beta = np.linalg.solve(X.T @ v_inv @ X, X.T @ v_inv @ y)
     r = y - X @ beta
@@ -229,7 +230,7 @@ def fit_size_level(
     """tau^2, Q and the degrees of freedom of `contrast`^T beta; None where the points leave no residual degrees
     of freedom (as many points as parameters): the scatter of the sizes cannot be told from the law there.
     `documents_df`: the degrees of freedom of V, a bootstrap over documents; `documents`: the units' influence on y
-    and tokens, where few documents test the law (`lack_of_fit`)."""
+    and tokens, where the documents test the law from their own errors (`lack_of_fit`)."""
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if not leaves_residual(X, y):
         return None

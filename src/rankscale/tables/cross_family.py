@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.bootstrap import p_value
 from rankscale.laws import FitForm, FittedLaw
+from rankscale.laws.agreement import interval_p_value
 from rankscale.metrics import METRICS
 from rankscale.report.sections import LAWS
 from rankscale.tables.base import Replicates, Table, interval_columns, rows_frame, typed, with_intervals
@@ -102,7 +102,7 @@ def _cross_family_row(
         **with_intervals(point, predicted, level, "predicted"),
         **with_intervals(observed, measured_reps, level, "observed"),
         **with_intervals(observed / point, ratio, level, "ratio"),
-        "p_value": p_value(ratio - 1.0),
+        "p_value": interval_p_value(ratio, observed / point, 1.0),
         "noise": refitted.noise.label,
         "note": "",
     }

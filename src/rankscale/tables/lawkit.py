@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.bootstrap import interval, p_value
+from rankscale.bootstrap import interval
 from rankscale.laws import FitForm, FittedLaw, Points
+from rankscale.laws.agreement import interval_p_value
 from rankscale.laws.few_documents import Documents
 from rankscale.tables.base import Replicates
 from rankscale.tables.noise import LawNoise, Noise, law_noise, size_correlation_of
@@ -82,7 +83,7 @@ class ExponentContrast:
     def row(self, level: float) -> dict[str, Any]:
         low, high = interval(self.replicates, level, self.point)
         return {"difference": self.point, "ci_low": float(low), "ci_high": float(high),
-                "p_value": p_value(self.replicates), "replicates": int(np.isfinite(self.replicates).sum()),
+                "p_value": interval_p_value(self.replicates, self.point), "replicates": int(np.isfinite(self.replicates).sum()),
                 **self.noise.columns(), "noise": self.noise.label}  # fmt: skip
 
 
@@ -102,7 +103,7 @@ def exponent_contrast(
     Where log y is linear in the parameters (the power law) the difference of two OLS exponents is the exponent
     of the law of y_a / y_b, so the contrast is that law, with its own document covariance (of the replicate-by-
     replicate ratios, not the sum of the two), its own tau^2 and lack of fit (`documents`: each law's units', where
-    few documents test a law from them, `Noise.documents`). Other forms refit each law on its
+    the documents test a law from them, `Noise.documents`). Other forms refit each law on its
     own replicates with the size level, their size deviations correlated as REML estimates in the two laws' joint
     residual space (`rankscale.laws.paired`: shared draws would leave the contrast about (tau_a - tau_b)^2)."""
     assert form.exponent is not None

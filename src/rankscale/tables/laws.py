@@ -14,13 +14,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.bootstrap import interval, spread_to_noise
+from rankscale.bootstrap import interval, interval_mc_error, spread_to_noise
 from rankscale.laws import FORMS, FitForm, Points, compare_forms
 from rankscale.metrics import METRICS
 from rankscale.report.sections import LAWS
 from rankscale.tables.base import Replicates, Table, law_parameters, rows_frame, typed
 from rankscale.tables.lawkit import GROUP, LAW_SETTINGS, exponent_contrast, fit_or_note
-from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_documents, law_replicates
+from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_documents, law_keys, law_replicates
 from rankscale.tables.selection import FitIndex, LawKey, finals, note_last, select, size_note
 
 
@@ -62,7 +62,7 @@ def fits_table(
             noise = Noise.of(group, len(document_reps), seed).with_documents(law_documents(group, replicates))
             label = noise.label
             if law is not None:
-                honest = LawNoise.of(form, law, points, y, document_reps, noise, (family, dataset))
+                honest = LawNoise.of(form, law, points, y, document_reps, noise, law_keys(family, dataset, name, k))
                 refitted, documents = honest.refit_both(form, law, points, refits)
                 parameters, unidentified = law_parameters(form, law, refitted, level, float(np.median(y)))
                 out.update({name: value for name, value in parameters.items() if name not in law.row()})
@@ -70,6 +70,7 @@ def fits_table(
                     low, high = interval(documents[form.exponent], level, law.row()[form.exponent])
                     out.update({f"{form.exponent}_ci_low_documents": float(low),
                                 f"{form.exponent}_ci_high_documents": float(high)})  # fmt: skip
+                    out["ci_mc_error"] = interval_mc_error(refitted[form.exponent], level)
                     if form.exponent in unidentified:
                         out[f"{form.exponent}_ci_low_documents"] = out[f"{form.exponent}_ci_high_documents"] = math.nan
                 out.update(honest.columns())
@@ -102,7 +103,8 @@ def fits_columns(form: FitForm, keys: Sequence[str] = ("family", "dataset")) -> 
     """The columns of a fitted row of `fits_table` (fitted as `form`), with `keys` first: a table of laws keeps
     them as its header when it has no rows."""
     intervals = [c for p in form.columns for c in (f"{p}_ci_low", f"{p}_ci_high")]
-    documents = [f"{form.exponent}_ci_low_documents", f"{form.exponent}_ci_high_documents"] if form.exponent else []
+    documents = ([f"{form.exponent}_ci_low_documents", f"{form.exponent}_ci_high_documents", "ci_mc_error"]
+                 if form.exponent else [])  # fmt: skip
     return [*keys, "metric", "k", "n_models", "S_min", "S_max", *form.columns, *intervals, "snr", *documents,
             *SIZE_LEVEL_COLUMNS, *(["not_identified"] if form.bounds else []), "noise", "note"]  # fmt: skip
 

@@ -32,7 +32,6 @@ from rankscale.laws.random_effects import (
     with_size_level,
 )
 from rankscale.metrics import METRICS
-from rankscale.summary import FEW_DOCUMENTS
 from rankscale.tables.base import Replicates
 from rankscale.tables.selection import optional_int
 
@@ -48,7 +47,7 @@ class Noise:
     # degrees of freedom of the document covariance: the fewest effective documents of the points, less one
     # (`covariance_df`); inf where the rows do not say (a covariance taken as known)
     documents_df: float = math.inf
-    # each resampling unit's influence on log y and its tokens, where few documents test the law from them
+    # each resampling unit's influence on log y and its tokens, where the documents test the law from them
     # (`law_documents`, `rankscale.laws.few_documents`); None: Hotelling's T^2 on `documents_df`
     documents: Documents | None = None
 
@@ -155,8 +154,9 @@ class LawNoise:
     def of(cls, form: FitForm, law: FittedLaw, points: Points, y: np.ndarray, document_reps: np.ndarray,
            noise: Noise, keys: Sequence[str], kinds: Sequence[np.ndarray] = ()) -> LawNoise:  # fmt: skip
         """The size level of the law `law` fitted to `y` at `points`, from replicates [B, points] that resample
-        the documents (the seed level is added here where `noise` has one); draws seeded by `keys` (a family and
-        dataset: every law of them shares the draws, so their contrasts stay paired). `kinds`: the K of each
+        the documents (the seed level is added here where `noise` has one); draws seeded by `keys` (`law_keys`: each
+        law its own, so no one draw of the size level narrows every law of a family at once; a contrast pairs
+        its two laws' draws itself, `rankscale.tables.lawkit.exponent_contrast`). `kinds`: the K of each
         variance component where there are several (`rankscale.laws.components`), else one deviation per size."""
         with np.errstate(divide="ignore", invalid="ignore"):
             reps = noise.apply(document_reps)
@@ -280,13 +280,18 @@ def size_correlation_of(form: FitForm, laws: tuple[FittedLaw, FittedLaw], points
         return 0.0
 
 
+def law_keys(family: object, dataset: object, metric: object, k: object) -> tuple[str, ...]:
+    """The stream a law's size-level draws come from: its family, dataset, metric and k. One stream per family and
+    dataset made every law of them share one draw of the sizes' scatter (all 47 of HumanEval's exponent intervals
+    7.6% narrower than their pivot at seed 0)."""
+    return str(family), str(dataset), str(metric), str(optional_int(k))
+
+
 def law_documents(group: pd.DataFrame, replicates: Replicates) -> Documents | None:
     """Each resampling unit's influence on log of the group's fitted quantity, [U, models] (`Replicates.influence`),
-    and its scored tokens (the first model's: a law's models score the same documents), where the group's fewest
-    effective documents are few (`FEW_DOCUMENTS`) and every model has unit totals; else None (Hotelling's T^2
-    tests the law)."""
-    if "n_eff_documents" not in group or not float(group["n_eff_documents"].min()) < FEW_DOCUMENTS:
-        return None
+    and its scored tokens (the first model's: a law's models score the same documents), where every model has unit
+    totals (the sign-flip test from the documents, `rankscale.laws.few_documents`, at any number of documents:
+    Hotelling's T^2 rejected 9.3% of exact laws at 41 effective real documents); else None (Hotelling's T^2)."""
     metric = group["metric"].iloc[0]
     k = optional_int(group["k"].iloc[0])
     strata = group["stratum_index"].tolist() if "stratum_index" in group else [None] * len(group)
@@ -305,7 +310,7 @@ def law_noise(group: pd.DataFrame, replicates: Replicates, form: FitForm, law: F
     reps = law_replicates(group, replicates)
     metric = METRICS[group["metric"].iloc[0]]
     y = metric.to_law(group["value"].to_numpy(dtype=np.float64))
-    keys = (str(group["family"].iloc[0]), str(group["dataset"].iloc[0]))
+    keys = law_keys(group["family"].iloc[0], group["dataset"].iloc[0], group["metric"].iloc[0], group["k"].iloc[0])
     noise = Noise.of(group, len(reps), seed).with_documents(law_documents(group, replicates))
     return LawNoise.of(form, law, points, y, reps, noise, keys)
 

@@ -112,6 +112,9 @@ def joint_fits_table(metrics: pd.DataFrame, replicates: Replicates, law_k: Seque
         refitted = honest.refit(JOINT, law, points, 0)  # every replicate: the joint law refits them all at once
         parameters, unidentified = law_parameters(JOINT, law, refitted, level, float(np.median(y)))
         at_bound = JOINT.bounded_ends(refitted, level, float(np.median(y)))
+        for p, why in JOINT.spanning(refitted, level, float(np.median(y))).items():  # the whole domain: no interval
+            unidentified.setdefault(p, why)
+            parameters[f"{p}_ci_low"] = parameters[f"{p}_ci_high"] = np.nan
         row.update(parameters)
         residual = np.log(y) - np.log(JOINT.predict(law, points))
         corner = (size == size.max()) & (tokens == tokens[size == size.max()].max())
@@ -176,10 +179,11 @@ TABLES = [
             "``df``: the multivariate Satterthwaite degrees of freedom of alpha's variance (t mixture as in "
             "powerlaw_fits.csv); ``lof_*`` as there. ``corner_*``: the law fitted without the largest size at its "
             "largest D predicts that point; ``rmse_log``: the fit's error in log space. ``not_identified``: "
-            "parameters at a bound of their domain (E >= 0; exponents in [0, 5]) in the fit or in most refits: "
-            "their intervals are left empty rather than reported as a point. ``at_bound``: parameters whose "
-            "interval ends at such a bound (at least 2.5% of refits there): that end is the domain's edge, not a "
-            "quantile of the noise. Empty when no model declares D."
+            "parameters at a bound of their domain (E >= 0; exponents in [0, 5]) in the fit or in most refits, "
+            "or whose interval spans the whole domain (at least 2.5% of refits at each end): their intervals are "
+            "left empty rather than reported as a point or as the domain. ``at_bound``: parameters whose interval "
+            "ends at such a bound, naming every such end (at least 2.5% of refits there): that end is the domain's "
+            "edge, not a quantile of the noise. Empty when no model declares D."
         ),
     ),
 ]
