@@ -178,18 +178,70 @@ def one_model_lines(cross_family: pd.DataFrame) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class ModelRow:
+    """One model on one dataset, as metrics.csv has it: its size, RBP_1 and CE with their intervals, its documents."""
+
+    family: str
+    model: str
+    dataset: str
+    S: int
+    rbp1: Estimate
+    ce: Estimate
+    n_documents: int
+
+    def row(self) -> str:
+        return (f'<tr data-model="{html.escape(self.model)}" data-dataset="{html.escape(self.dataset)}">'
+                f"<td>{html.escape(self.family)}</td><td>{html.escape(self.model)}</td>"
+                f"<td>{html.escape(self.dataset)}</td><td class=\"n\">{self.S:,}</td>"
+                + self.rbp1.html("rbp1") + self.ce.html("ce") + f'<td class="n">{self.n_documents}</td></tr>')  # fmt: skip
+
+
+def model_rows(metrics: pd.DataFrame) -> list[ModelRow]:
+    """Per model and dataset (metrics.csv, in its order: family, dataset, S): RBP_1 and CE with their intervals."""
+    if metrics.empty or "metric" not in metrics:
+        return []
+    rbp1 = metrics[metrics["metric"].eq("rbp") & _k_is(metrics, 1)].set_index(["model", "dataset"])
+    ce = metrics[metrics["metric"].eq("ce")].set_index(["model", "dataset"])
+    out = []
+    for key, row in ce.iterrows():
+        if key not in rbp1.index:
+            continue
+        r = rbp1.loc[key]
+        out.append(ModelRow(str(row["family"]), str(key[0]), str(key[1]), int(row["S"]),
+                            Estimate(float(r["value"]), float(r["ci_low"]), float(r["ci_high"])),
+                            Estimate(float(row["value"]), float(row["ci_low"]), float(row["ci_high"])),
+                            int(row["n_documents"])))  # fmt: skip
+    return out
+
+
+def models_html(metrics: pd.DataFrame) -> str:
+    """The per-model table: what each law is fitted through."""
+    rows = model_rows(metrics)
+    if not rows:
+        return '<p class="none">No model has been scored.</p>'
+    head = ["family", "model", "dataset", "S", "RBP₁", "CE (nats)", "documents"]
+    return _table(head, [r.row() for r in rows], "models") + (
+        "<p>S: non-embedding parameters; RBP₁: the share of scored tokens the model ranks first; CE: cross-entropy "
+        "per token. Every k, bits per byte and more: metrics.csv.</p>"
+    )
+
+
 def _table(head: Sequence[str], rows: Sequence[str], cls: str) -> str:
     return f'<table class="{cls}"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead><tbody>' + (
         "".join(rows) + "</tbody></table>"
     )
 
 
+def _read(path: Path) -> pd.DataFrame:
+    return read_table(path) if path.is_file() else pd.DataFrame()
+
+
 def results_html(tables: Path, level: float) -> str:
     """The headline results from the tables in `tables` (results/<run>/tables)."""
 
     def table(name: str) -> pd.DataFrame:
-        path = tables / f"{name}.csv"
-        return read_table(path) if path.is_file() else pd.DataFrame()
+        return _read(tables / f"{name}.csv")
 
     found = headlines(table("powerlaw_fits"), table("exponent_contrasts"))
     singles = one_model_lines(table("cross_family"))
@@ -227,6 +279,7 @@ def landing_rst(out: Path, level: float) -> str:
     body is raw HTML, kept away from the report's Jinja (`raw` blocks)."""
     body = (f'<div id="{ANCHOR}"><style>{STYLE}</style>\n<h2>What this run found ({html.escape(str(out))})</h2>\n'
             f"{results_html(out / 'tables', level)}\n"
+            f"<h2>Models</h2>\n{models_html(_read(out / 'tables' / 'metrics.csv'))}\n"
             "<p>Figures and tables: Results, in the menu on the left; each grouped by analysis in the paper's order. "
             "A table opens as a page that sorts (click a header) and searches; its columns are described in "
             "docs/outputs.md.</p>\n"
