@@ -42,10 +42,18 @@ class Warnings:
         return cls(count, tuple(found))
 
 
+def _relative(path: str | Path) -> str:
+    """`path` relative to the working directory where it lies under it (as a user types it), else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def report_command(out: Path, config_files: Sequence[str | Path], default_config: str | Path) -> str:
     """The `snakemake --report` command that reports this run: its configuration files but the default's (which the
     Snakefile loads by itself), in the order given, as the user may paste it."""
-    given = [str(f) for f in config_files if Path(f).resolve() != Path(default_config).resolve()]
+    given = [_relative(f) for f in config_files if Path(f).resolve() != Path(default_config).resolve()]
     args = ["snakemake", "--report", str(out / "report.html")]
     for path in given:
         args += ["--configfile", path]

@@ -1,6 +1,7 @@
 # What a run says when it ends (rankscale.run_summary), the command that reports it, and a `--report` that cannot
 # report another configuration's results by mistake.
 
+from rankscale import results as results_index  # noqa: E402
 from rankscale import run_summary  # noqa: E402
 
 REPORT_COMMAND = run_summary.report_command(Path(OUT), workflow.configfiles, Path(workflow.basedir) / "config/config.yaml")
@@ -18,9 +19,12 @@ def job_logs():
 
 
 def print_summary():
-    """Where the results are, each law's exponents, the warnings and the report's command; the run stands without."""
+    """Index the rank arrays, keep the report's command, then say where the results are, what the laws came out as,
+    the warnings and how to report; the run stands without."""
     try:
         run_summary.write_report_command(Path(OUT), REPORT_COMMAND)
+        # results/<run>/arrays.json: which rank array is each model's on each dataset (rankscale.results.load)
+        results_index.write_index(Path(OUT), {(m, d): LAYOUT.ranks(m, d) for m in MODELS for d in DATASETS})
         level = float(config["analysis"]["bootstrap"]["level"])
         print(run_summary.RunSummary.of(Path(OUT), level, job_logs(), REPORT_COMMAND).text(), file=sys.stderr)
     except (OSError, ValueError, KeyError) as exc:
