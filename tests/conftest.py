@@ -188,6 +188,9 @@ def assert_modes(work: Path, ladder: str, umask: int) -> None:
     assert checked > 50, checked
 
 
+SMOKE_OUTPUT = "smoke-run.out"  # in the smoke run's directory: the run's stdout and stderr
+
+
 def run_smoke(workdir: Path) -> Path:
     """The smoke configuration, run end to end in a fresh copy of the workflow at `workdir`."""
     from tests.tolerances import extraction_threads
@@ -197,6 +200,7 @@ def run_smoke(workdir: Path) -> Path:
     extra = ["--set-threads", f"extract={threads}"] if threads else []
     result = snakemake(workdir, "--cores", "2", "--configfile", "config/smoke.yaml", *extra)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    (workdir / SMOKE_OUTPUT).write_text(result.stdout + result.stderr)  # what the run said (its summary at the end)
     return workdir
 
 

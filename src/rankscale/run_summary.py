@@ -123,7 +123,9 @@ def write_report_command(out: Path, command: str) -> None:
 
 def _reported_runs(results: Path) -> dict[Path, str]:
     """Every run under `results` that has succeeded, and the command that reports it."""
-    return {p.parent.parent.resolve(): p.read_text(encoding="utf-8").strip() for p in sorted(results.glob(f"*/{COMMAND}"))}
+    return {
+        p.parent.parent.resolve(): p.read_text(encoding="utf-8").strip() for p in sorted(results.glob(f"*/{COMMAND}"))
+    }
 
 
 def report_refusal(argv: Sequence[str], out: Path, manifest: Path) -> str | None:

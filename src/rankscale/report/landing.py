@@ -227,6 +227,29 @@ def models_html(metrics: pd.DataFrame) -> str:
     )
 
 
+def claims_html(claims: pd.DataFrame) -> str:
+    """The paper's claims against this run (paper_claims.csv): per family and dataset, each claim, its value with
+    its interval and whether it holds."""
+    if claims.empty or "holds" not in claims:
+        return '<p class="none">No claim checked: paper_claims.csv has no rows.</p>'
+    rows = []
+    for row in claims.itertuples(index=False):
+        value = Estimate(float(row.value), float(row.ci_low), float(row.ci_high))
+        note = "" if pd.isna(row.note) else str(row.note)
+        rows.append(
+            f'<tr data-claim="{html.escape(str(row.claim))}" data-family="{html.escape(str(row.family))}" '
+            f'data-dataset="{html.escape(str(row.dataset))}"><td>{html.escape(str(row.family))}</td>'
+            f"<td>{html.escape(str(row.dataset))}</td><td>{html.escape(str(row.paper))}</td>"
+            f'<td class="n">{"" if pd.isna(row.k) else int(row.k)}</td>{value.html("claim-value")}'
+            f'<td class="holds">{html.escape(str(row.holds))}</td><td>{html.escape(note)}</td></tr>'
+        )
+    head = ["family", "dataset", "the paper's claim", "k", "this run", "holds", "note"]
+    return _table(head, rows, "claims") + (
+        "<p>A claim holds where its whole interval lies on its side of the threshold, fails where it lies wholly "
+        "beyond it, and is undecided where the interval straddles it (paper_claims.csv).</p>"
+    )
+
+
 def _table(head: Sequence[str], rows: Sequence[str], cls: str) -> str:
     return f'<table class="{cls}"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead><tbody>' + (
         "".join(rows) + "</tbody></table>"
@@ -280,6 +303,7 @@ def landing_rst(out: Path, level: float) -> str:
     body = (f'<div id="{ANCHOR}"><style>{STYLE}</style>\n<h2>What this run found ({html.escape(str(out))})</h2>\n'
             f"{results_html(out / 'tables', level)}\n"
             f"<h2>Models</h2>\n{models_html(_read(out / 'tables' / 'metrics.csv'))}\n"
+            f"<h2>The paper's claims, checked</h2>\n{claims_html(_read(out / 'tables' / 'paper_claims.csv'))}\n"
             "<p>Figures and tables: Results, in the menu on the left; each grouped by analysis in the paper's order. "
             "A table opens as a page that sorts (click a header) and searches; its columns are described in "
             "docs/outputs.md.</p>\n"

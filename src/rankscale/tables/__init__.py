@@ -19,6 +19,7 @@ import pandas as pd
 from rankscale.atomic import atomic_path
 from rankscale.summary import Summary
 from rankscale.tables import (
+    claims,
     cross_family,
     distribution,
     emergence,
@@ -37,6 +38,7 @@ from rankscale.tables.selection import FitIndex, LawFit, LawKey, finals, select
 MODULES = (
     metrics,
     laws,
+    claims,
     extrapolation,
     cross_family,
     families,
