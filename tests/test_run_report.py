@@ -130,7 +130,8 @@ def test_the_run_ends_with_a_summary_of_what_it_found(smoke_run):
     assert count > 0 and f"  {count} warning(s) in the jobs' logs" in summary
     assert "  report: snakemake --report results/smoke/report.html --configfile config/smoke.yaml" in lines
     # quiet: no numpy warning anywhere in the run, and the default k above |V| = 512 left out without a warning
-    assert "RuntimeWarning" not in said and "k values above |V|" not in said
+    assert "RuntimeWarning" not in said
+    assert "WARNING rankscale: k values above |V|" not in said and "default k values above |V| = 512" in said
 
 
 @pytest.mark.slow

@@ -199,6 +199,8 @@ def claims_table(fits: pd.DataFrame, facts: Mapping[tuple[str, str], Mapping[str
         for claim in CLAIMS:
             if one_size:
                 value, holds, note = None, UNTESTABLE, "one size: no law"
+            elif not {"alpha", "r2"} <= set(fits.columns):
+                value, holds, note = None, UNTESTABLE, "the law form fitted (analysis.law_form) has no alpha and R²"
             else:
                 value, holds, note = claim.judge(group, known)
             shown = value or Value(math.nan)
