@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -297,9 +297,19 @@ def manifest_html(manifest: Path) -> str:
     return _table(["field", "value"], rows, "manifest")
 
 
-def landing_rst(out: Path, level: float) -> str:
+def left_out_html(left_out: Mapping[str, str]) -> str:
+    """The figures this study leaves out (`rankscale.plots.left_out`), each with why."""
+    if not left_out:
+        return ""
+    items = "".join(f'<li class="left-out" data-figure="{html.escape(name)}"><b>{html.escape(name)}</b>: '
+                    f"{html.escape(why)}</li>" for name, why in sorted(left_out.items()))  # fmt: skip
+    return f"<p>Figures left out, as they do not apply to this study:</p><ul>{items}</ul>\n"
+
+
+def landing_rst(out: Path, level: float, left_out: Mapping[str, str] | None = None) -> str:
     """The landing page of the run in `out` (results/<run>): reStructuredText for Snakemake's report, whose
-    body is raw HTML, kept away from the report's Jinja (`raw` blocks)."""
+    body is raw HTML, kept away from the report's Jinja (`raw` blocks). `left_out`: the figures the study leaves
+    out, and why."""
     body = (f'<div id="{ANCHOR}"><style>{STYLE}</style>\n<h2>What this run found ({html.escape(str(out))})</h2>\n'
             f"{results_html(out / 'tables', level)}\n"
             f"<h2>Models</h2>\n{models_html(_read(out / 'tables' / 'metrics.csv'))}\n"
@@ -307,15 +317,16 @@ def landing_rst(out: Path, level: float) -> str:
             "<p>Figures and tables: Results, in the menu on the left; each grouped by analysis in the paper's order. "
             "A table opens as a page that sorts (click a header) and searches; its columns are described in "
             "docs/outputs.md.</p>\n"
+            f"{left_out_html(left_out or {})}"
             f"<h2>What produced it (manifest.json)</h2>\n{manifest_html(out / 'manifest.json')}\n</div>")  # fmt: skip
     indented = "\n".join(f"   {line}" if line else "" for line in body.splitlines())
     return "{% raw %}\n" + DESCRIPTION + "\n.. raw:: html\n\n" + indented + "\n\n{% endraw %}\n"
 
 
-def write_landing(out: Path, level: float) -> bool:
+def write_landing(out: Path, level: float, left_out: Mapping[str, str] | None = None) -> bool:
     """Write results/<run>/report/landing.rst unless it already says the same; whether it was written."""
     path = out / LANDING
-    text = landing_rst(out, level)
+    text = landing_rst(out, level, left_out)
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return False
     with atomic_path(path, suffix=".rst") as tmp:
