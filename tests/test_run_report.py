@@ -94,6 +94,9 @@ def test_report_command_and_refusal(tmp_path, monkeypatch):
     )
     mine = report_command(tmp_path.joinpath("results/my"), [tmp_path / "my.yaml"], default)
     assert mine.endswith("report.html --configfile my.yaml"), mine  # relative to where the user runs it
+    (tmp_path / "more.yaml").write_text("")
+    two = report_command(tmp_path / "results/my", [tmp_path / "my.yaml", default, tmp_path / "more.yaml"], default)
+    assert two.endswith("--configfile my.yaml more.yaml"), two  # one flag: a second --configfile would replace it
     write_report_command(tmp_path / "results/my", mine)
     # the default configuration has not run: a report of it is refused, pointing to the run that has
     refusal = report_refusal(["snakemake", "--report", "results/my/report.html"], tmp_path / "results/default",

@@ -55,9 +55,7 @@ def report_command(out: Path, config_files: Sequence[str | Path], default_config
     Snakefile loads by itself), in the order given, as the user may paste it."""
     given = [_relative(f) for f in config_files if Path(f).resolve() != Path(default_config).resolve()]
     args = ["snakemake", "--report", str(out / "report.html")]
-    for path in given:
-        args += ["--configfile", path]
-    return shlex.join(args)
+    return shlex.join(args + (["--configfile", *given] if given else []))  # one flag: a second would replace the first
 
 
 def _alpha(law: Law | None) -> str:
