@@ -20,6 +20,7 @@ include: "workflow/rules/ladder.smk"
 include: "workflow/rules/extract.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/run_summary.smk"
 
 
 # The report opens on what the last successful run found and what produced it (results/<run>/report/landing.rst,
@@ -54,6 +55,7 @@ rule all:
 onsuccess:
     # results/<run>/manifest.json: the commit, the configuration's digest, versions, host, devices and per-rule wall
     # times behind these results (rankscale.manifest); rewritten only when it changes. Then the report's landing page
-    # from it and the tables (rankscale.report.landing)
+    # from it and the tables (rankscale.report.landing), and what the run found (rankscale.run_summary)
     write_manifest()
     write_landing()
+    print_summary()  # where the results are, what the laws came out as, the warnings, the report's command

@@ -124,13 +124,44 @@ def planned_jobs(workdir: Path, *args: str) -> Counter[str]:
     return jobs
 
 
-def output_jobs(tables: Iterable[str] | None = None, figures: Iterable[str] | None = None) -> Counter[str]:
-    """Jobs of these tables and figures (every registered one by default) plus `all`."""
-    from rankscale.plots import FIGURES
+SMOKE_CONFIG = (REPO, "config/smoke.yaml")  # (workflow directory, configuration file) most tests run
+
+
+def study_figures(where: tuple[Path, str] = SMOKE_CONFIG) -> list[str]:
+    """The figures a study draws (`where`: its directory and configuration file): every registered one but those
+    it leaves out (`rankscale.plots.left_out`: no checkpoints, no seeds)."""
+    from contextlib import chdir
+
+    from rankscale.plots import FIGURES, left_out
+    from rankscale.share import configured
+
+    with chdir(where[0]):
+        plans = configured([where[1]], Path("."))[1]
+    skipped = left_out([plan.info() for plan in plans.values()])
+    return [f for f in FIGURES if f not in skipped]
+
+
+def drawn_figures(results: Path) -> list[str]:
+    """The figures the run in `results` (results/<run>) draws, from the models its metrics.csv holds: every
+    registered one but those it leaves out (`rankscale.plots.left_out`)."""
+    import pandas as pd
+
+    from rankscale.plots import FIGURES, left_out
+
+    models = pd.read_csv(results / "tables/metrics.csv").drop_duplicates("model")
+    skipped = left_out(models[["family", "final", "replica_of"]].to_dict("records"))
+    return [f for f in FIGURES if f not in skipped]
+
+
+def output_jobs(
+    tables: Iterable[str] | None = None, figures: Iterable[str] | None = None, where: tuple[Path, str] = SMOKE_CONFIG
+) -> Counter[str]:
+    """Jobs of these tables and figures (by default every registered table and the figures the study `where`
+    draws: config/smoke.yaml's) plus `all`."""
     from rankscale.tables import TABLES
 
     jobs = Counter(job_key("table", table=t) for t in (TABLES if tables is None else tables))
-    jobs.update(job_key("figure", figure=f) for f in (FIGURES if figures is None else figures))
+    jobs.update(job_key("figure", figure=f) for f in (study_figures(where) if figures is None else figures))
     return jobs + Counter(["all"])
 
 
@@ -143,7 +174,9 @@ def summary_outputs() -> Counter[str]:
     tables = {n for n, t in TABLES.items() if t.summaries or t.resampled}
     while grown := {n for n, t in TABLES.items() if n not in tables and set(t.needs) & tables}:
         tables |= grown
-    figures = [n for n, f in FIGURES.items() if f.hists or f.resampled or set(f.tables) & tables]
+    figures = [
+        n for n in study_figures() if FIGURES[n].hists or FIGURES[n].resampled or set(FIGURES[n].tables) & tables
+    ]
     return output_jobs([n for n in TABLES if n in tables], figures)
 
 
@@ -188,6 +221,9 @@ def assert_modes(work: Path, ladder: str, umask: int) -> None:
     assert checked > 50, checked
 
 
+SMOKE_OUTPUT = "smoke-run.out"  # in the smoke run's directory: the run's stdout and stderr
+
+
 def run_smoke(workdir: Path) -> Path:
     """The smoke configuration, run end to end in a fresh copy of the workflow at `workdir`."""
     from tests.tolerances import extraction_threads
@@ -197,6 +233,7 @@ def run_smoke(workdir: Path) -> Path:
     extra = ["--set-threads", f"extract={threads}"] if threads else []
     result = snakemake(workdir, "--cores", "2", "--configfile", "config/smoke.yaml", *extra)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    (workdir / SMOKE_OUTPUT).write_text(result.stdout + result.stderr)  # what the run said (its summary at the end)
     return workdir
 
 

@@ -21,12 +21,11 @@ from transformers import AutoConfig
 from rankscale.config import validate
 from rankscale.params import non_embedding_from_config
 from rankscale.plan import build_plan
-from rankscale.plots import FIGURES
 from rankscale.sources import load_documents, provenance, resolve_revision
 from rankscale.sources.packaged import humaneval_documents
 from rankscale.tables import TABLES
 from tests import hub_fixtures
-from tests.conftest import REPO, copy_workflow, files, planned_jobs
+from tests.conftest import REPO, copy_workflow, files, planned_jobs, study_figures
 
 PAPER = yaml.safe_load((REPO / "config/paper.yaml").read_text())
 ARCHITECTURES = yaml.safe_load((REPO / "tests/data/paper_architectures.yaml").read_text())
@@ -140,7 +139,7 @@ def test_plan_and_dry_run(tmp_path: Path) -> None:
         "summarize": 200,
         "trajectories": len({p.family for p in plans.values()}) * 8,  # one per family x dataset
         "table": len(TABLES),
-        "figure": len(FIGURES),
+        "figure": len(study_figures((REPO, "config/paper.yaml"))),  # no checkpoints, no seeds: not Figs. 10-12
         "all": 1,
     }
 
@@ -407,6 +406,6 @@ def test_pythia_training_grid_plans_offline(tmp_path: Path) -> None:
         "summarize": 50,
         "trajectories": 2,  # one family (pythia) x 2 datasets
         "table": len(TABLES),
-        "figure": len(FIGURES),
+        "figure": len(study_figures((REPO, "config/pythia_training.yaml"))),  # one seed: not Fig. 12
         "all": 1,
     }

@@ -25,7 +25,7 @@ import pytest
 from rankscale.plots import FIGURES
 from rankscale.report.sections import SECTIONS, subcategory
 from rankscale.tables import TABLES
-from tests.conftest import copy_workflow, snakemake
+from tests.conftest import copy_workflow, snakemake, study_figures
 
 pytestmark = pytest.mark.slow
 
@@ -171,20 +171,36 @@ def test_landing_page_shows_what_the_run_found_and_what_produced_it(browser, rep
         assert close_to(row.locator("td.contrast-p").inner_text(), pair["p_value"], 2)
         checked += 1
     assert checked == 2  # the ladder on humaneval and on pydoc
+    # every model on every dataset: S, RBP_1 and CE with their intervals (metrics.csv)
+    metrics = pd.read_csv(tables / "metrics.csv", dtype={"k": "Int64"})
+    assert page.locator("table.models tbody tr").count() == metrics["model"].nunique() * metrics["dataset"].nunique()
+    for row in metrics[(metrics["metric"] == "rbp") & (metrics["k"] == 1)].itertuples():
+        cells = page.locator(f'table.models tr[data-model="{row.model}"][data-dataset="{row.dataset}"]')
+        shown = numbers(cells.locator("td.rbp1").inner_text())
+        assert [close_to(s, v) for s, v in zip(shown, (row.value, row.ci_low, row.ci_high), strict=True)] == [True] * 3
+    # the paper's claims, one row each (paper_claims.csv), with whether each holds
+    claims = pd.read_csv(tables / "paper_claims.csv")
+    assert page.locator("table.claims tbody tr").count() == len(claims)
+    for row in claims.itertuples():
+        cells = page.locator(f'table.claims tr[data-claim="{row.claim}"][data-dataset="{row.dataset}"]')
+        assert cells.locator("td.holds").inner_text() == row.holds
+    # the figures the smoke run leaves out (no checkpoints, no seeds), each with why
+    assert page.locator("li.left-out").count() == 3
     print(f"landing page: {reader.shot('landing')}")
     assert not reader.errors, reader.errors
 
 
 def test_every_figure_opens_in_paper_order(browser, report, shots):
+    drawn = {name: FIGURES[name] for name in study_figures()}  # the smoke run leaves out Figs. 10-12
     reader = open_reader(browser, report.as_uri(), shots)
     reader.menu("Figures")
     listed = reader.page.locator("ul > li > a > span").all_inner_texts()
-    expected = [subcategory(s) for s in SECTIONS if any(f.section == s for f in FIGURES.values())]
+    expected = [subcategory(s) for s in SECTIONS if any(f.section == s for f in drawn.values())]
     assert listed == expected  # the analyses, in the paper's order
     opened = 0
     for section in expected:
         reader.menu(section)
-        in_paper_order = sorted((f for f in FIGURES.values() if f.subcategory == section), key=paper_order)
+        in_paper_order = sorted((f for f in drawn.values() if f.subcategory == section), key=paper_order)
         assert reader.entries() == [[f"Fig. {f.number}: {f.title}"] for f in in_paper_order]
         for i, figure in enumerate(in_paper_order):
             reader.open_entry(i)
@@ -196,7 +212,7 @@ def test_every_figure_opens_in_paper_order(browser, report, shots):
                 copy_for_docs(path, "report-figure.png")
             opened += 1
         reader.page.locator("nav a", has_text=re.compile("^Figures$")).click()
-    assert opened == len(FIGURES)
+    assert opened == len(drawn)
     assert not reader.errors, reader.errors
 
 

@@ -82,3 +82,28 @@ def test_landing_before_and_after_a_run(tmp_path) -> None:
     text = landing_rst(tmp_path, 0.95)  # no tables, no manifest: says so, does not fail
     assert "No family has a law yet" in text and "does not exist yet" in text
     assert text.startswith("{% raw %}") and text.rstrip().endswith("{% endraw %}")  # the report's Jinja leaves it
+
+
+def test_landing_lists_models_claims_and_the_figures_left_out(tmp_path) -> None:
+    (tmp_path / "tables").mkdir()
+    base = {"family": "f", "dataset": "d", "n_documents": 40}
+    metrics = pd.DataFrame(
+        [{**base, "model": "small", "S": 1000, "metric": "rbp", "k": 1, "value": 0.1, "ci_low": 0.09, "ci_high": 0.11},
+         {**base, "model": "small", "S": 1000, "metric": "rbp", "k": 10, "value": 0.4, "ci_low": 0.3, "ci_high": 0.5},
+         {**base, "model": "small", "S": 1000, "metric": "ce", "k": None, "value": 5.5, "ci_low": 5.4, "ci_high": 5.6},
+         {**base, "model": "big", "S": 123456, "metric": "rbp", "k": 1, "value": 0.2, "ci_low": 0.19, "ci_high": 0.21},
+         {**base, "model": "big", "S": 123456, "metric": "ce", "k": None, "value": 5.1, "ci_low": 5.0, "ci_high": 5.2}]
+    )  # fmt: skip
+    metrics.to_csv(tmp_path / "tables/metrics.csv", index=False)
+    claims = pd.DataFrame([{"family": "f", "dataset": "d", "claim": "r2_k1", "paper": "R² ≈ 0.99 at k = 1", "k": 1,
+                            "value": 0.995, "ci_low": 0.985, "ci_high": 0.999, "holds": "yes", "note": ""}])  # fmt: skip
+    claims.to_csv(tmp_path / "tables/paper_claims.csv", index=False)
+    text = landing_rst(tmp_path, 0.95, {"fig12_seeds": "no size was trained with more than one seed"})
+    small = text[text.index('data-model="small"') : text.index("</tr>", text.index('data-model="small"'))]
+    assert "1,000" in small and "0.1<br>" in small and "[0.09, 0.11]" in small and "5.5<br>" in small
+    assert ">40<" in small  # its documents
+    big = text[text.index('data-model="big"') :]
+    assert "123,456" in big and "[0.19, 0.21]" in big
+    row = text[text.index('data-claim="r2_k1"') :]
+    assert "0.995" in row and "[0.985, 0.999]" in row and '<td class="holds">yes</td>' in row
+    assert 'data-figure="fig12_seeds"' in text and "no size was trained with more than one seed" in text

@@ -142,7 +142,9 @@ def grown(smoke_run: Path, tmp_path_factory: pytest.TempPathFactory) -> SimpleNa
 @pytest.mark.slow
 def test_adding_a_checkpoint_trains_and_scores_that_checkpoint_alone(grown: SimpleNamespace) -> None:
     new = [f"{s}-t8000" for s in SIZES]
-    expected = output_jobs() + trajectory_jobs(["ladder"], DATASETS)  # new checkpoints: the family's trajectories
+    # with checkpoints, Figs. 10 and 11 are drawn (one seed per size: not Fig. 12); the family's trajectories rerun
+    outputs = output_jobs(where=(grown.work, "config/ck.yaml"))
+    expected = outputs + trajectory_jobs(["ladder"], DATASETS)
     expected.update(job_key("ladder_train", model=m) for m in new)
     expected.update(
         job_key(rule, model=m, dataset=d) for m in new for d in DATASETS for rule in ("extract", "summarize")
@@ -187,7 +189,8 @@ def test_a_later_checkpoint_resumes_from_the_nearest_saved_state(grown: SimpleNa
 
     args = write(grown.work, "ck2", with_checkpoints(8000, 12000))
     new = [f"{s}-t12000" for s in SIZES]
-    expected = output_jobs() + trajectory_jobs(["ladder"], DATASETS)  # new checkpoints: the family's trajectories
+    outputs = output_jobs(where=(grown.work, "config/ck2.yaml"))  # Figs. 10 and 11 too
+    expected = outputs + trajectory_jobs(["ladder"], DATASETS)  # new checkpoints: the family's trajectories
     expected.update(job_key("ladder_train", model=m) for m in new)
     expected.update(
         job_key(rule, model=m, dataset=d) for m in new for d in DATASETS for rule in ("extract", "summarize")
@@ -200,7 +203,7 @@ def test_a_later_checkpoint_resumes_from_the_nearest_saved_state(grown: SimpleNa
     after = file_states(grown.work, "results/ranks/**/*", "resources/ladder/*/models/**/*")
     assert all(after[path] == state for path, state in before.items())
     # trained and scored once: only the outputs are left (the trajectories too: `--until summarize`)
-    assert planned_jobs(grown.work, *args) == output_jobs() + trajectory_jobs(["ladder"], DATASETS)
+    assert planned_jobs(grown.work, *args) == outputs + trajectory_jobs(["ladder"], DATASETS)
     ladder = next(p for p in (grown.work / "resources/ladder").iterdir() if (p / "models/smoke-a-t12000").is_dir())
     for size in SIZES:
         summary = json.loads((ladder / f"models/{size}-t12000/training.json").read_text())

@@ -13,11 +13,12 @@ import yaml
 from rankscale.models import ModelSource, load_model, load_tokenizer
 from rankscale.plan import ladder_dir
 from rankscale.plots import FIGURES as PLOTS
+from rankscale.plots import left_out
 from rankscale.rankfile import load_rank_arrays
 from rankscale.statistics import k_grid
 from rankscale.tables import TABLES
 from rankscale.tokens import load_tokens
-from tests.conftest import REPO, copy_workflow, files, snakemake
+from tests.conftest import REPO, copy_workflow, files, snakemake, study_figures
 from tests.tolerances import (
     PathTolerance,
     assert_logprobs_close,
@@ -32,7 +33,7 @@ pytestmark = pytest.mark.slow
 
 MODELS = ["smoke-a", "smoke-b", "smoke-c"]
 DATASETS = ["humaneval", "pydoc"]
-FIGURES = list(PLOTS)
+FIGURES = study_figures()  # those the smoke run draws: no checkpoints, no seeds, so not Figs. 10-12
 SMOKE = files(REPO, "config/smoke.yaml")  # where the smoke run puts each file
 
 
@@ -44,6 +45,28 @@ def test_every_table_and_figure_exists(smoke_run):
             path = smoke_run / "results/smoke/figures" / f"{name}.{ext}"
             assert path.stat().st_size > 5000, path
     assert not list((smoke_run / "results").rglob("*.tmp*")), "temporary files left behind"
+
+
+def test_figures_that_do_not_apply_are_left_out_and_the_report_says_why(smoke_run):
+    skipped = [name for name in PLOTS if name not in FIGURES]
+    assert skipped == ["fig10_rbp_vs_tokens", "fig11_compute_frontier", "fig12_seeds"]
+    for name in skipped:
+        assert not list((smoke_run / "results/smoke/figures").glob(f"{name}.*")), name
+    landing = (smoke_run / "results/smoke/report/landing.rst").read_text()
+    for name in skipped:
+        assert f'data-figure="{name}"' in landing, name
+    assert "no model is a checkpoint" in landing and "no size was trained with more than one seed" in landing
+
+
+def test_left_out_follows_the_models():
+    final = {"family": "f", "final": True, "replica_of": "a"}
+    checkpoint = {"family": "f", "final": False, "replica_of": "a"}
+    other = {"family": "f", "final": True, "replica_of": "b"}
+    assert set(left_out([final, other])) == {"fig10_rbp_vs_tokens", "fig11_compute_frontier", "fig12_seeds"}
+    assert set(left_out([final, checkpoint, other])) == {"fig12_seeds"}  # a checkpoint: Figs. 10 and 11 apply
+    assert set(left_out([final, final, other])) == {"fig10_rbp_vs_tokens", "fig11_compute_frontier"}  # two seeds
+    # two sizes called alike in two families are not seeds of one size
+    assert "fig12_seeds" in left_out([final, {**final, "family": "g"}])
 
 
 def test_metrics_are_sane(smoke_run):

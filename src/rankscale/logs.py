@@ -17,6 +17,7 @@ def setup_logging(log_file: str | None = None, level: int = logging.INFO) -> log
     logging.basicConfig(
         level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=handlers, force=True
     )
+    logging.captureWarnings(True)  # a warnings.warn (numpy's, a library's) lands in the log too, counted at the end
     log = logging.getLogger("rankscale")
 
     def log_uncaught(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:

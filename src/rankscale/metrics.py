@@ -57,7 +57,9 @@ def identity(y: np.ndarray) -> np.ndarray:
 
 
 def neg_log(y: np.ndarray) -> np.ndarray:
-    return -np.log(np.asarray(y, dtype=np.float64))
+    """-log y; inf where y = 0 (no token of a model, stratum or replicate within the top k), which a law leaves out."""
+    with np.errstate(divide="ignore"):
+        return -np.log(np.asarray(y, dtype=np.float64))
 
 
 def exp_neg(y: np.ndarray) -> np.ndarray:
@@ -70,13 +72,16 @@ def per_token(statistic: DocumentStatistic) -> Callable[[Totals], np.ndarray]:
     def compute(totals: Totals) -> np.ndarray:
         value = np.asarray(totals[statistic], dtype=np.float64)
         n = np.asarray(totals[TOKENS], dtype=np.float64)
-        return value / (n[..., None] if value.ndim > n.ndim else n)
+        with np.errstate(divide="ignore", invalid="ignore"):  # NaN: a stratum no token of a replicate falls in
+            return value / (n[..., None] if value.ndim > n.ndim else n)
 
     return compute
 
 
 def _ce(totals: Totals) -> np.ndarray:
-    return -(np.asarray(totals[LOGPROB_SUM], dtype=np.float64) / np.asarray(totals[TOKENS], dtype=np.float64))
+    """Mean -log p per scored token; NaN where no token was scored (a stratum a replicate draws no token of)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return -(np.asarray(totals[LOGPROB_SUM], dtype=np.float64) / np.asarray(totals[TOKENS], dtype=np.float64))
 
 
 def _bpb(totals: Totals) -> np.ndarray:

@@ -3,6 +3,12 @@
 # bootstrap replicates), then one job per table of rankscale.tables.TABLES: its CSV and the page the report shows.
 
 
+from rankscale.config import load_schema  # noqa: E402
+from rankscale.summary.compute import default_k  # noqa: E402
+
+DEFAULT_K = default_k(load_schema(Path(workflow.basedir) / "config/schema.yaml"))
+
+
 rule summarize:
     input:
         unpack(summarize_inputs),
@@ -16,6 +22,7 @@ rule summarize:
         model=lambda wc: PLAN[wc.model].info(),  # family, training tokens D, the size it is a checkpoint of
         identity=lambda wc: PLAN[wc.model].identity(dataset(wc)).params(),
         dataset=lambda wc, output: dataset(wc),
+        default_k=lambda wc, output: DEFAULT_K,  # the k above |V| left out without a warning: those not written
     log:
         Layout.log("summarize", "{model}/{summary}"),
     benchmark:

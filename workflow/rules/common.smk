@@ -32,7 +32,7 @@ from rankscale.plan import (  # noqa: E402
 )
 from rankscale.plan.errors import inherited_note  # noqa: E402
 from rankscale.plan.prepare import REFUSED, prepare, refusal  # noqa: E402
-from rankscale.plots import FIGURES  # noqa: E402
+from rankscale.plots import FIGURES, left_out  # noqa: E402
 from rankscale.report import landing  # noqa: E402
 from rankscale.report.pages import labels as table_labels  # noqa: E402
 from rankscale.report.sections import subcategory  # noqa: E402
@@ -91,7 +91,9 @@ TABLE_PAGES = expand(LAYOUT.table_page(), table=TABLES)  # the tables as the rep
 LANDING = Path(OUT, landing.LANDING).resolve()
 REPORTABLE = Path(MANIFEST).is_file() or "--report-after-run" in sys.argv
 REPORT_PAGE = str(LANDING) if LANDING.is_file() or "--report-after-run" in sys.argv else "workflow/report/no_results.rst"
-FIGURE_FILES = expand(LAYOUT.figure(), figure=FIGURES, ext=["png", "pdf"])
+# a figure of checkpoints or seeds is left out of a study that has none (said on the report's landing page)
+LEFT_OUT = left_out([plan.info() for plan in PLAN.values()])
+FIGURE_FILES = expand(LAYOUT.figure(), figure=[f for f in FIGURES if f not in LEFT_OUT], ext=["png", "pdf"])
 
 
 def alternatives(names):
@@ -136,7 +138,7 @@ def write_manifest():
 def write_landing():
     """The report's landing page, from the tables and the manifest just written; the results stand without it."""
     try:
-        landing.write_landing(Path(OUT), float(config["analysis"]["bootstrap"]["level"]))
+        landing.write_landing(Path(OUT), float(config["analysis"]["bootstrap"]["level"]), LEFT_OUT)
     except (OSError, ValueError, KeyError) as exc:
         print(f"rankscale: could not write {LANDING}: {exc}", file=sys.stderr)
 

@@ -23,8 +23,11 @@ tokens_meta = json.loads(Path(snakemake.input.tokens_meta).read_text())
 check_provenance(meta, tokens_meta, RankIdentity.from_params(snakemake.params.identity), snakemake.input.ranks)
 settings = SummarySettings.from_params(snakemake.params.settings)
 dropped = [k for k in settings.k_include if k > meta["vocab_size"]]
-if dropped:
-    log.warning("k values above |V| = %d left out for this model: %s", meta["vocab_size"], dropped)
+written = [k for k in dropped if k not in snakemake.params.default_k]  # the defaults' large k: said, not warned of
+if written:
+    log.warning("k values above |V| = %d left out for this model: %s", meta["vocab_size"], written)
+if len(written) < len(dropped):
+    log.info("default k values above |V| = %d left out: %s", meta["vocab_size"], sorted(set(dropped) - set(written)))
 info = ModelInfo(**snakemake.params.model)
 corpus_meta = json.loads(Path(snakemake.input.corpus_meta).read_text())
 if tokens_meta.get("corpus_sha256") not in (None, corpus_meta["sha256"]):

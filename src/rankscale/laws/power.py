@@ -92,9 +92,9 @@ class PowerLaw:
     @staticmethod
     def fit_replicates(points: Points, y: np.ndarray, law: Any, refits: int) -> Replicates:
         """Every replicate at once (closed form); a replicate with y <= 0 or non-finite gets NaN."""
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a far-off replicate's C: inf
             line = ols(np.log(points.S), np.log(np.asarray(y, dtype=np.float64)))
-        return {"alpha": -line["slope"], "C": np.exp(line["intercept"]), "r2": line["r2"]}
+            return {"alpha": -line["slope"], "C": np.exp(line["intercept"]), "r2": line["r2"]}
 
     @staticmethod
     def predict_replicates(params: Replicates, points: Points) -> np.ndarray:

@@ -7,6 +7,9 @@ it reads, its caption); the `figure` rule draws every registered figure in its o
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from rankscale.plots import emergence, extrapolation, laws, lognormal, seeds, strata, tokens, training
 from rankscale.plots.common import Figure, FigureData, save
 from rankscale.registry import Registry
@@ -17,4 +20,29 @@ FIGURES: Registry[Figure] = Registry(
     lambda f: f.name,
 )
 
-__all__ = ["FIGURES", "Figure", "FigureData", "save"]
+
+def _has_checkpoints(models: Sequence[Mapping[str, Any]]) -> bool:
+    return any(not m["final"] for m in models)
+
+
+def _has_seeds(models: Sequence[Mapping[str, Any]]) -> bool:
+    runs = [(m["family"], m["replica_of"]) for m in models if m["final"]]
+    return len(runs) > len(set(runs))
+
+
+# what a figure's `needs` asks of a run's models, and why it is left out of a run without
+NEEDS = {
+    "checkpoints": (_has_checkpoints, "no model is a checkpoint saved before the end of its training "
+                    "(ladder.train.checkpoints, or models with D and size)"),
+    "seeds": (_has_seeds, "no size was trained with more than one seed (ladder.train.seeds, or seed and "
+              "replica_of on models)"),
+}  # fmt: skip
+
+
+def left_out(models: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """The figures a run of these models (`ModelPlan.info()` of each) leaves out, each with why: a figure of
+    checkpoints or seeds where there are none would be drawn empty."""
+    return {name: NEEDS[f.needs][1] for name, f in FIGURES.items() if f.needs and not NEEDS[f.needs][0](models)}
+
+
+__all__ = ["FIGURES", "Figure", "FigureData", "left_out", "save"]

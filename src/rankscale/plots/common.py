@@ -69,6 +69,7 @@ class Figure:
     k_settings: tuple[str, ...] = ()  # those of `settings` that hold k values: they join the k grid
     hists: bool = False  # reads every model x dataset rank histogram
     resampled: bool = False  # reads every summary and its bootstrap replicates (bands, intervals)
+    needs: str | None = None  # "checkpoints" or "seeds": a run without any leaves it out (`rankscale.plots.left_out`)
 
     @property
     def subcategory(self) -> str:

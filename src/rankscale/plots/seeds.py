@@ -100,6 +100,7 @@ FIGURES = [
         plot=fig_seeds,
         tables=("metrics", "powerlaw_fits", "seed_fits"),
         resampled=True,
+        needs="seeds",
         caption=(
             "Training-run noise in the laws: for each family with several seeds per size, -log RBP_1 (top) and "
             "cross-entropy (bottom) against S, one colour per seed, with the law fitted to that seed's models alone "

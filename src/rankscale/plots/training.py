@@ -142,6 +142,7 @@ FIGURES = [
         title="Against training tokens D",
         plot=fig_tokens,
         tables=("metrics", "data_fits"),
+        needs="checkpoints",
         caption=(
             "Scaling in training tokens: -log RBP_1 (top) and cross-entropy (bottom) against the training tokens D "
             "each checkpoint has seen, one colour per size, with document-bootstrap error bars and each size's "
@@ -156,6 +157,7 @@ FIGURES = [
         title="Compute frontier",
         plot=fig_compute_frontier,
         tables=("metrics", "joint_fits"),
+        needs="checkpoints",
         caption=(
             "Size and data traded at a compute budget: every checkpoint at its training compute C = 6 S D, one line "
             "per size, and (dashed) the compute frontier of the joint law y = E + A S^-alpha + B D^-beta fitted to "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -178,18 +178,93 @@ def one_model_lines(cross_family: pd.DataFrame) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class ModelRow:
+    """One model on one dataset, as metrics.csv has it: its size, RBP_1 and CE with their intervals, its documents."""
+
+    family: str
+    model: str
+    dataset: str
+    S: int
+    rbp1: Estimate
+    ce: Estimate
+    n_documents: int
+
+    def row(self) -> str:
+        return (f'<tr data-model="{html.escape(self.model)}" data-dataset="{html.escape(self.dataset)}">'
+                f"<td>{html.escape(self.family)}</td><td>{html.escape(self.model)}</td>"
+                f"<td>{html.escape(self.dataset)}</td><td class=\"n\">{self.S:,}</td>"
+                + self.rbp1.html("rbp1") + self.ce.html("ce") + f'<td class="n">{self.n_documents}</td></tr>')  # fmt: skip
+
+
+def model_rows(metrics: pd.DataFrame) -> list[ModelRow]:
+    """Per model and dataset (metrics.csv, in its order: family, dataset, S): RBP_1 and CE with their intervals."""
+    if metrics.empty or "metric" not in metrics:
+        return []
+    rbp1 = metrics[metrics["metric"].eq("rbp") & _k_is(metrics, 1)].set_index(["model", "dataset"])
+    ce = metrics[metrics["metric"].eq("ce")].set_index(["model", "dataset"])
+    out = []
+    for key, row in ce.iterrows():
+        if key not in rbp1.index:
+            continue
+        r = rbp1.loc[key]
+        out.append(ModelRow(str(row["family"]), str(key[0]), str(key[1]), int(row["S"]),
+                            Estimate(float(r["value"]), float(r["ci_low"]), float(r["ci_high"])),
+                            Estimate(float(row["value"]), float(row["ci_low"]), float(row["ci_high"])),
+                            int(row["n_documents"])))  # fmt: skip
+    return out
+
+
+def models_html(metrics: pd.DataFrame) -> str:
+    """The per-model table: what each law is fitted through."""
+    rows = model_rows(metrics)
+    if not rows:
+        return '<p class="none">No model has been scored.</p>'
+    head = ["family", "model", "dataset", "S", "RBP₁", "CE (nats)", "documents"]
+    return _table(head, [r.row() for r in rows], "models") + (
+        "<p>S: non-embedding parameters; RBP₁: the share of scored tokens the model ranks first; CE: cross-entropy "
+        "per token. Every k, bits per byte and more: metrics.csv.</p>"
+    )
+
+
+def claims_html(claims: pd.DataFrame) -> str:
+    """The paper's claims against this run (paper_claims.csv): per family and dataset, each claim, its value with
+    its interval and whether it holds."""
+    if claims.empty or "holds" not in claims:
+        return '<p class="none">No claim checked: paper_claims.csv has no rows.</p>'
+    rows = []
+    for row in claims.itertuples(index=False):
+        value = Estimate(float(row.value), float(row.ci_low), float(row.ci_high))
+        note = "" if pd.isna(row.note) else str(row.note)
+        rows.append(
+            f'<tr data-claim="{html.escape(str(row.claim))}" data-family="{html.escape(str(row.family))}" '
+            f'data-dataset="{html.escape(str(row.dataset))}"><td>{html.escape(str(row.family))}</td>'
+            f"<td>{html.escape(str(row.dataset))}</td><td>{html.escape(str(row.paper))}</td>"
+            f'<td class="n">{"" if pd.isna(row.k) else int(row.k)}</td>{value.html("claim-value")}'
+            f'<td class="holds">{html.escape(str(row.holds))}</td><td>{html.escape(note)}</td></tr>'
+        )
+    head = ["family", "dataset", "the paper's claim", "k", "this run", "holds", "note"]
+    return _table(head, rows, "claims") + (
+        "<p>A claim holds where its whole interval lies on its side of the threshold, fails where it lies wholly "
+        "beyond it, and is undecided where the interval straddles it (paper_claims.csv).</p>"
+    )
+
+
 def _table(head: Sequence[str], rows: Sequence[str], cls: str) -> str:
     return f'<table class="{cls}"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead><tbody>' + (
         "".join(rows) + "</tbody></table>"
     )
 
 
+def _read(path: Path) -> pd.DataFrame:
+    return read_table(path) if path.is_file() else pd.DataFrame()
+
+
 def results_html(tables: Path, level: float) -> str:
     """The headline results from the tables in `tables` (results/<run>/tables)."""
 
     def table(name: str) -> pd.DataFrame:
-        path = tables / f"{name}.csv"
-        return read_table(path) if path.is_file() else pd.DataFrame()
+        return _read(tables / f"{name}.csv")
 
     found = headlines(table("powerlaw_fits"), table("exponent_contrasts"))
     singles = one_model_lines(table("cross_family"))
@@ -222,23 +297,36 @@ def manifest_html(manifest: Path) -> str:
     return _table(["field", "value"], rows, "manifest")
 
 
-def landing_rst(out: Path, level: float) -> str:
+def left_out_html(left_out: Mapping[str, str]) -> str:
+    """The figures this study leaves out (`rankscale.plots.left_out`), each with why."""
+    if not left_out:
+        return ""
+    items = "".join(f'<li class="left-out" data-figure="{html.escape(name)}"><b>{html.escape(name)}</b>: '
+                    f"{html.escape(why)}</li>" for name, why in sorted(left_out.items()))  # fmt: skip
+    return f"<p>Figures left out, as they do not apply to this study:</p><ul>{items}</ul>\n"
+
+
+def landing_rst(out: Path, level: float, left_out: Mapping[str, str] | None = None) -> str:
     """The landing page of the run in `out` (results/<run>): reStructuredText for Snakemake's report, whose
-    body is raw HTML, kept away from the report's Jinja (`raw` blocks)."""
+    body is raw HTML, kept away from the report's Jinja (`raw` blocks). `left_out`: the figures the study leaves
+    out, and why."""
     body = (f'<div id="{ANCHOR}"><style>{STYLE}</style>\n<h2>What this run found ({html.escape(str(out))})</h2>\n'
             f"{results_html(out / 'tables', level)}\n"
+            f"<h2>Models</h2>\n{models_html(_read(out / 'tables' / 'metrics.csv'))}\n"
+            f"<h2>The paper's claims, checked</h2>\n{claims_html(_read(out / 'tables' / 'paper_claims.csv'))}\n"
             "<p>Figures and tables: Results, in the menu on the left; each grouped by analysis in the paper's order. "
             "A table opens as a page that sorts (click a header) and searches; its columns are described in "
             "docs/outputs.md.</p>\n"
+            f"{left_out_html(left_out or {})}"
             f"<h2>What produced it (manifest.json)</h2>\n{manifest_html(out / 'manifest.json')}\n</div>")  # fmt: skip
     indented = "\n".join(f"   {line}" if line else "" for line in body.splitlines())
     return "{% raw %}\n" + DESCRIPTION + "\n.. raw:: html\n\n" + indented + "\n\n{% endraw %}\n"
 
 
-def write_landing(out: Path, level: float) -> bool:
+def write_landing(out: Path, level: float, left_out: Mapping[str, str] | None = None) -> bool:
     """Write results/<run>/report/landing.rst unless it already says the same; whether it was written."""
     path = out / LANDING
-    text = landing_rst(out, level)
+    text = landing_rst(out, level, left_out)
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return False
     with atomic_path(path, suffix=".rst") as tmp:

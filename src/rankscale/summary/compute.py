@@ -268,3 +268,15 @@ def summarize(
         **{f"{JACKKNIFE}{k}": v for k, v in jackknife.items()},
     }
     return summary, hist, boot
+
+
+def default_k(schema: Mapping[str, Any]) -> list[int]:
+    """Every k the schema's defaults put on the k grid (`analysis.k_include`, `law_k`, `emergence_k`, the figures'
+    `rbp_k`, `large_k`): a model whose |V| is below some of them leaves those out without a warning, which only a k
+    the configuration itself wrote is worth."""
+    found: set[int] = set()
+    for section in ("analysis", "figures"):
+        for name, spec in schema["properties"][section].get("properties", {}).items():
+            if (name == "k_include" or name.endswith("_k")) and isinstance(spec.get("default"), list):
+                found.update(int(k) for k in spec["default"])
+    return sorted(found)

@@ -20,6 +20,7 @@ from rankscale.atomic import atomic_path
 from rankscale.registry import Registry
 from rankscale.summary import Summary
 from rankscale.tables import (
+    claims,
     cross_family,
     distribution,
     emergence,
@@ -38,6 +39,7 @@ from rankscale.tables.selection import FitIndex, LawFit, LawKey, finals, select
 MODULES = (
     metrics,
     laws,
+    claims,
     extrapolation,
     cross_family,
     families,

@@ -110,7 +110,8 @@ def exponent_contrast(
     exponent = form.exponent
     point = float(laws[0].row()[exponent]) - float(laws[1].row()[exponent])
     if form.log_linear:
-        ratio, ratio_reps = y[0] / y[1], document_reps[0] / document_reps[1]
+        with np.errstate(divide="ignore", invalid="ignore"):  # a replicate where a law's quantity is 0 or inf: NaN
+            ratio, ratio_reps = y[0] / y[1], document_reps[0] / document_reps[1]
         law = form.fit(points, ratio)
         ratio_documents = None if documents[0] is None or documents[1] is None else documents[0].minus(documents[1])
         honest = LawNoise.of(form, law, points, ratio, ratio_reps, noise.with_documents(ratio_documents), keys)

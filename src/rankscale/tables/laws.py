@@ -179,6 +179,9 @@ def _contrast(
     }
 
 
+contrast_row = _contrast  # one paired contrast of two laws, for tables that read a few (paper_claims)
+
+
 def form_comparison_table(metrics: pd.DataFrame, forms: Sequence[str], law_k: Sequence[int]) -> pd.DataFrame:
     """Every form of `forms` fitted to every (family, dataset, metric) and, for RBP_k, every k of `law_k`:
     parameters, leave-one-out RMSE and AICc in log space, and the preferred form of each group."""

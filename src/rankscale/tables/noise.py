@@ -178,7 +178,7 @@ class LawNoise:
         fresh = np.random.default_rng(seed_sequence(seed, *keys, "sizes", "paired"))
         draws = SizeDraws.of(self.size_level, size_matrix(self.noise.groups), len(self.documents), rng,
                              (correlation, fresh))  # fmt: skip
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a far-off draw: inf, left out
             log_y = np.log(np.asarray(y, dtype=np.float64))
             return replace(self, replicates=np.exp(draws.apply(log_y, np.log(self.documents))), draws=draws)
 
