@@ -6,6 +6,7 @@ After each fault no output that looks complete is partial, the error names the f
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -19,38 +20,75 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from rankscale.atomic import sha256_file
+from rankscale.atomic import json_text, sha256_file, write_npz
 from rankscale.corpus import read_jsonl
+from rankscale.identity import OWN_SHA
 from rankscale.plan import ladder_dir
 from rankscale.plots import FIGURES
-from rankscale.summary import SummaryPaths, load_histogram, load_replicates, read_summary
+from rankscale.rankfile import RankArrays
+from rankscale.strata import StrataSettings
+from rankscale.summary import (
+    ModelInfo,
+    Resampling,
+    SummaryError,
+    SummaryPaths,
+    SummarySettings,
+    load_histogram,
+    load_replicates,
+    read_summary,
+    summarize,
+    write_summary,
+)
 from rankscale.tables import TABLES
-from rankscale.token_kinds import load_token_table
-from rankscale.tokens import load_tokens
+from rankscale.token_kinds import TokenTable, load_token_table, save_token_table
+from rankscale.tokens import TokenizedCorpus, load_tokens, save_tokens
 from rankscale.trajectories import load as load_trajectories
+from rankscale.windows import WindowSpec
 from tests.conftest import copy_run, copy_workflow, files, snakemake
 from tests.test_errors import SMOKE, _assert_nothing_looks_complete_but_is_not, _start
 
 CONFIG = "config/smoke.yaml"
 LADDER = ladder_dir(SMOKE)
 SEED = 50  # the kill points: random, and the same in every run of the test
-# the rule types killed, and how long after a job of one is announced the kill may fall (seconds): a job's
-# Python start-up takes about a second, its work from a fraction of a second (a table) to several (extract)
-KILLED = {
-    "corpus": 2.5,
-    "tokenize": 2.5,
-    "token_kinds": 2.5,
-    "ladder_train": 4.0,
-    "extract": 4.0,
-    "summarize": 3.0,
-    "trajectories": 3.0,
-    "table": 2.5,
-    "figure": 3.0,
+# the rule types killed: a kill falls a random time into a job of one, up to 90% of the shortest such job of the
+# undisturbed run (its benchmark files; the rules without one: this many seconds, about their Python start-up)
+KILLED = (
+    "corpus",
+    "tokenize",
+    "token_kinds",
+    "ladder_train",
+    "extract",
+    "summarize",
+    "trajectories",
+    "table",
+    "figure",
+)
+BENCHMARKS = {
+    "ladder_train": "logs/ladder/*/benchmarks/*.tsv",
+    "extract": "results/benchmarks/extract/*/*.tsv",
+    "summarize": "results/benchmarks/summarize/*/*.tsv",
+    "trajectories": "results/smoke/benchmarks/trajectories/*/*.tsv",
+    "table": "results/smoke/benchmarks/tables/*.tsv",
+    "figure": "results/smoke/benchmarks/figures/*.tsv",
 }
-REPORT_SECONDS = 1.0  # the kill falls this long at most after `--report` says "Creating report..."
+UNTIMED = 1.5
+REPORT_SECONDS = (
+    4.0  # the kill falls this long at most after `--report` says "Creating report..." (it writes for ~5-10 s)
+)
 COMPARED = ("results/ranks/*/*.npz", "results/smoke/tables/*.csv")  # byte-identical to the undisturbed run's
+
+
+def _kill_windows(reference: Path) -> dict[str, float]:
+    """How long into a job of each rule type its kill may fall: 90% of the rule's shortest job in `reference`."""
+    windows = dict.fromkeys(KILLED, UNTIMED)
+    for rule, pattern in BENCHMARKS.items():
+        seconds = [float(path.read_text().splitlines()[1].split("\t")[0]) for path in reference.glob(pattern)]
+        assert seconds, f"no benchmark of {rule} in {reference}"
+        windows[rule] = 0.9 * min(seconds)
+    return windows
 
 
 def _identical(work: Path, reference: Path, patterns: tuple[str, ...] = COMPARED, partial: bool = False) -> int:
@@ -100,7 +138,9 @@ def _errors(work: Path) -> str:
     return (work / "snakemake.err").read_text(errors="replace")
 
 
-def _kill_inside(work: Path, pending: list[str], rng: random.Random, timeout: float = 600) -> set[str]:
+def _kill_inside(
+    work: Path, pending: list[str], windows: dict[str, float], rng: random.Random, timeout: float = 900
+) -> set[str]:
     """Start the workflow; once a job of a rule in `pending` runs, SIGKILL its process group a random time later.
     The rules with a job running at that moment."""
     proc = _start(work, CONFIG)
@@ -109,7 +149,7 @@ def _kill_inside(work: Path, pending: list[str], rng: random.Random, timeout: fl
         assert proc.poll() is None, f"the workflow ended before a job of {pending} ran:\n{_errors(work)[-3000:]}"
         assert time.monotonic() < deadline, f"no job of {pending} started"
         time.sleep(0.05)
-    time.sleep(rng.uniform(0, KILLED[targets[0]]))
+    time.sleep(rng.uniform(0, windows[targets[0]]))
     running = set(_running(_errors(work)))
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
@@ -180,12 +220,13 @@ def test_kill_inside_every_rule_type_then_finish_identically(smoke_run: Path, tm
     """One run from scratch, SIGKILLed (the whole process group) inside a job of each rule type in turn, restarted
     after `--unlock` each time; then `--report`, killed; then finished: identical to the undisturbed run."""
     work = copy_workflow(tmp_path / "gauntlet")
-    rng = random.Random(SEED)
+    rng, windows = random.Random(SEED), _kill_windows(smoke_run)
     pending, killed = list(KILLED), []
     for _ in range(3 * len(KILLED)):  # a kill may fall between jobs: that rule is tried again
         if not pending:
             break
-        running = _kill_inside(work, pending, rng)
+        running = _kill_inside(work, pending, windows, rng)
+        print(f"SIGKILL with jobs of {sorted(running)} running")  # the record benchmarks/RESULTS.md reports
         killed += [rule for rule in pending if rule in running]
         pending = [rule for rule in pending if rule not in running]
         _assert_whole(work, smoke_run)
@@ -196,9 +237,11 @@ def test_kill_inside_every_rule_type_then_finish_identically(smoke_run: Path, tm
     assert _identical(work, smoke_run) == 6 + len(TABLES)
     _assert_whole(work, smoke_run)
     _no_temporaries(work)
-    assert "Nothing to be done" in snakemake(work, "-n", "--configfile", CONFIG).stderr
+    again = snakemake(work, "-n", "--configfile", CONFIG)
+    assert "Nothing to be done" in again.stdout + again.stderr
 
-    print("report after its kill:", _kill_report(work, rng))  # absent, unreadable or whole: never a partial zip that opens
+    state = _kill_report(work, rng)  # absent, unreadable or whole: never a partial zip that opens
+    print(f"report.zip after SIGKILL of --report: {state}")
     result = _finish(work, "--report", "report.zip")
     assert result.returncode == 0, result.stderr[-5000:]
     with zipfile.ZipFile(work / "report.zip") as archive:
@@ -276,7 +319,7 @@ def _first(registry: dict, flag: str) -> str:
 
 @pytest.mark.slow
 def test_corrupt_inputs_are_refused_naming_the_file(smoke_run: Path, tmp_path: Path) -> None:
-    """Token files, rank arrays, summaries, their bootstrap and histogram files and token trajectories, truncated or
+    """Token files, token kind tables, rank arrays, summaries, their bootstrap and histogram files and token trajectories, truncated or
     bit-flipped as a damaged copy or a bad DVC pull leaves them: the job that reads one fails naming it."""
     work = copy_run(smoke_run, tmp_path / "corrupt")
     smoke = files(work, CONFIG)
@@ -286,6 +329,7 @@ def test_corrupt_inputs_are_refused_naming_the_file(smoke_run: Path, tmp_path: P
     summary = smoke.summary("smoke-c", "pydoc")
     paths = SummaryPaths.beside(summary)
     checksum = "checksum does not match its sidecar"
+    kinds = smoke.token_kinds(Path(smoke.model_tokens("smoke-a", "pydoc")).parent.name)  # every kind's byte length
     cases = [  # (corrupted file, how, the output whose job reads it, what the error says): consumers downstream first
         (str(paths.boot), _truncate, resampled, "does not match the checksum"),
         (str(paths.boot), _flip(0.6), resampled, "does not match the checksum"),
@@ -293,6 +337,7 @@ def test_corrupt_inputs_are_refused_naming_the_file(smoke_run: Path, tmp_path: P
         (summary, _truncate, resampled, "unreadable summary"),
         (summary, _flip_digit, resampled, "do not match its own checksum"),
         (smoke.trajectories("ladder", "pydoc", "npz"), _flip(0.6), tracked, checksum),
+        (kinds, _flip(0.6), smoke.summary("smoke-c", "humaneval"), checksum),
         (smoke.ranks("smoke-b", "humaneval"), _truncate, smoke.summary("smoke-b", "humaneval"), checksum),
         (smoke.ranks("smoke-b", "pydoc"), _flip(0.6), smoke.summary("smoke-b", "pydoc"), checksum),
         (smoke.model_tokens("smoke-a", "humaneval"), _truncate, smoke.ranks("smoke-a", "humaneval"), checksum),
@@ -309,3 +354,79 @@ def test_corrupt_inputs_are_refused_naming_the_file(smoke_run: Path, tmp_path: P
     assert result.returncode == 0, result.stderr[-5000:]
     assert _identical(work, smoke_run) == 6 + len(TABLES)
     _no_temporaries(work)
+
+
+# ---------------------------------------------------------------- the fixes the faults above found, in small
+
+
+def test_a_write_past_the_file_size_limit_names_its_output_and_leaves_the_old_file(tmp_path: Path) -> None:
+    """Under RLIMIT_FSIZE a write raises EFBIG (Python ignores SIGXFSZ) from inside numpy or zipfile, naming at
+    most the temporary: the error names the output; the old file stays whole and no temporary is left."""
+    old = tmp_path / "a.npz"
+    write_npz(old, x=np.arange(10))
+    before = sha256_file(old)
+    script = (
+        "import resource, sys, numpy as np\n"
+        "from rankscale.atomic import write_npz\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
+        "write_npz(sys.argv[1], x=np.zeros(100_000))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(old)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")},
+    )
+    assert result.returncode != 0
+    assert f"OSError: [Errno 27] {old}: could not be written (File too large); left as it was" in result.stderr
+    assert sha256_file(old) == before and sorted(p.name for p in tmp_path.iterdir()) == ["a.npz"]
+
+
+def test_a_token_file_unlike_its_sidecar_is_refused_naming_it(tmp_path: Path) -> None:
+    corpus = TokenizedCorpus(ids=np.arange(1000, dtype=np.int32), offsets=np.array([0, 400, 1000]))
+    path = tmp_path / "t.npz"
+    save_tokens(corpus, path, {})
+    np.testing.assert_array_equal(load_tokens(path).ids, corpus.ids)
+    _flip(0.5)(path)  # one token id changed: np.load alone would take it
+    with pytest.raises(ValueError, match=re.escape(f"{path}: checksum does not match its sidecar {path}.json")):
+        load_tokens(path)
+    Path(f"{path}.json").unlink()
+    with pytest.raises(ValueError, match=re.escape(f"{path}.json: unreadable sidecar of {path}")):
+        load_tokens(path)
+
+
+def test_a_summary_with_a_flipped_digit_is_refused_naming_it(tmp_path: Path) -> None:
+    """A summary reads back as written; one digit changed (valid JSON still) is refused; one written before the
+    summary recorded its own checksum is still read."""
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(20, 100, 10)
+    doc = np.repeat(np.arange(10), lengths).astype(np.uint32)
+    pos = np.concatenate([np.arange(1, n + 1) for n in lengths]).astype(np.uint32)
+    rank = np.minimum(rng.lognormal(1.0, 1.2, len(doc)).astype(np.uint32) + 1, 50)
+    arrays = RankArrays(rank, -np.log(rank).astype(np.float32), doc, pos, np.zeros(len(doc), np.uint32))
+    meta = {"vocab_size": 50, "model": "m", "dataset": "d", "S": 10, "ties": "ge", OWN_SHA: "x"}
+    settings = SummarySettings(4, [1], [1], [1, 2], [1], 20, 0, True, 10, StrataSettings([], {}, [1]))
+    resampling = Resampling.for_dataset(np.arange(10), 10, 50, 0, "d")
+    info = ModelInfo("f", None, "m", True, None, "m")
+    summary, hist, boot = summarize(arrays, meta, settings, resampling, info, WindowSpec(64, None, None), None)
+    path = tmp_path / "d-x.json"
+    written = write_summary(summary, hist, boot, SummaryPaths.beside(path))
+    assert json_text(read_summary(path).to_json()) == json_text(written.to_json())  # NaN != NaN
+    text = path.read_text()
+    _flip_digit(path)
+    with pytest.raises(SummaryError, match=re.escape(f"{path}: unreadable summary (its contents do not match")):
+        read_summary(path)
+    body = json.loads(text)
+    del body["json_sha256"]
+    path.write_text(json.dumps(body))
+    assert json_text(read_summary(path).to_json()) == json_text(written.to_json())  # NaN != NaN
+
+
+def test_a_token_table_unlike_its_sidecar_is_refused_naming_it(tmp_path: Path) -> None:
+    table = TokenTable(np.arange(300, dtype=np.uint8) % 4, np.arange(300, dtype=np.int64) % 7)
+    path = tmp_path / "kinds.npz"
+    save_token_table(table, path, "tok")
+    np.testing.assert_array_equal(load_token_table(path).n_bytes, table.n_bytes)
+    _flip(0.8)(path)  # a byte length changed: bits per byte would move unseen
+    with pytest.raises(ValueError, match=re.escape(f"{path}: checksum does not match its sidecar {path}.json")):
+        load_token_table(path)
