@@ -95,8 +95,8 @@ def _identical(work: Path, reference: Path, patterns: tuple[str, ...] = COMPARED
     """Every file of `patterns` in `work` is byte-identical to `reference`'s (and, unless `partial`, all are there)."""
     compared = 0
     for pattern in patterns:
-        theirs = {p.relative_to(reference) for p in reference.glob(pattern)}
-        ours = {p.relative_to(work) for p in work.glob(pattern)}
+        theirs = {p.relative_to(reference) for p in reference.glob(pattern) if not p.name.startswith(".")}
+        ours = {p.relative_to(work) for p in work.glob(pattern) if not p.name.startswith(".")}  # not a temporary
         assert ours <= theirs, f"files the undisturbed run has not: {sorted(map(str, ours - theirs))}"
         assert partial or ours == theirs, f"missing: {sorted(map(str, theirs - ours))}"
         for rel in sorted(ours):
@@ -305,10 +305,10 @@ def _flip(offset: float) -> Callable[[Path], None]:
 
 
 def _flip_digit(path: Path) -> None:
-    """Flip the lowest bit of the first digit past the middle of a text file: another digit, so the JSON stays
-    valid and only a checksum can tell."""
+    """Flip the lowest bit of the first decimal digit (right after a point) past the middle of a text file: another
+    digit, so the JSON stays valid and only a checksum can tell."""
     data = bytearray(path.read_bytes())
-    at = next(i for i in range(len(data) // 2, len(data)) if chr(data[i]).isdigit())
+    at = next(i for i in range(len(data) // 2, len(data)) if chr(data[i]).isdigit() and data[i - 1] == ord("."))
     data[at] ^= 1
     path.write_bytes(bytes(data))
 
