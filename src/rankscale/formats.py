@@ -17,11 +17,11 @@ and comments do not change a digest; everything else in the code behind an outpu
 
 from rankscale.fingerprint import FormatVersion
 
-CORPUS_FORMAT = FormatVersion(version=1, code="5b9b3a9b22579017", scripts=("corpus",))
+CORPUS_FORMAT = FormatVersion(version=1, code="c8a2f48650d327b7", scripts=("corpus",))
 # version 2: each document begins with the start tokens its tokenizer adds (a BOS), never with an appended EOS
 # (a GPU's float32 head from the tensor cores, the float32 head up to its sums' order; the summaries' documents: same version)
 # (the fused rank kernel: the float32 head up to its sums' order, at near ties only: same version)
-RANK_FORMAT = FormatVersion(version=2, code="7a1e71649e420d72", scripts=("tokenize", "extract"))
+RANK_FORMAT = FormatVersion(version=2, code="ca3b02f2b99de9c2", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
-    version=1, code="568cc446b4c401e8", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
+    version=1, code="40a76db120cae268", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )
