@@ -6,6 +6,7 @@ A job killed half-way must never leave a file that looks complete (docs/troubles
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import glob
 import hashlib
@@ -56,6 +57,18 @@ def _remove_stale(target: Path, suffix: str) -> None:
 
 
 @contextlib.contextmanager
+def _naming(target: Path) -> Iterator[None]:
+    """A write that fails for want of room (ENOSPC, EFBIG from a file size limit, EDQUOT) names the output it was
+    writing: the OSError from inside a writer (numpy, zipfile, safetensors) names the temporary, or nothing."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+            raise
+        raise OSError(exc.errno, f"{target}: could not be written ({exc.strerror}); left as it was") from exc
+
+
+@contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str], suffix: str = "") -> Iterator[Path]:
     """Yield a temporary sibling of `path`; rename it onto `path` only on success.
 
@@ -69,9 +82,10 @@ def atomic_path(path: str | os.PathLike[str], suffix: str = "") -> Iterator[Path
     os.close(fd)
     tmp_path = Path(tmp)
     try:
-        yield tmp_path
-        _honour_umask(tmp_path)
-        os.replace(tmp_path, target)
+        with _naming(target):
+            yield tmp_path
+            _honour_umask(tmp_path)
+            os.replace(tmp_path, target)
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
@@ -89,22 +103,28 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     _remove_stale(target, "")
     tmp_path = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
-        yield tmp_path
-        for item in (tmp_path, *tmp_path.rglob("*")):
-            if not item.is_symlink():
-                _honour_umask(item)
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp_path, target)
+        with _naming(target):
+            yield tmp_path
+            for item in (tmp_path, *tmp_path.rglob("*")):
+                if not item.is_symlink():
+                    _honour_umask(item)
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(tmp_path, target)
     finally:
         if tmp_path.exists():
             shutil.rmtree(tmp_path)
 
 
+def json_text(obj: Any) -> str:
+    """`obj` as `write_json` writes it: indented, key-sorted JSON (numpy values as plain numbers and lists)."""
+    return json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n"
+
+
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:
     """Atomically write `obj` as indented, key-sorted JSON."""
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+        tmp.write_text(json_text(obj))
 
 
 def _json_default(value: Any) -> Any:

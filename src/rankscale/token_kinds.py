@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from rankscale.atomic import write_json, write_npz
+from rankscale.atomic import sha256_file, write_json, write_npz
 
 KINDS: tuple[str, ...] = ("whitespace", "word", "number", "punctuation", "other")
 KIND_INDEX = {kind: i for i, kind in enumerate(KINDS)}
@@ -209,13 +209,20 @@ def save_token_table(table: TokenTable, path: str | Path, tokenizer: str) -> Non
     write_npz(path, kinds=table.kinds.astype(np.uint8), names=np.array(KINDS), n_bytes=table.n_bytes.astype(np.int64),
               format=np.array(TOKEN_TABLE_FORMAT))  # fmt: skip
     write_json(f"{path}.json", {"tokenizer": tokenizer, "vocab_size": int(table.kinds.size), "format": TOKEN_TABLE_FORMAT,
+                                "sha256": sha256_file(path),  # the table's checksum: a damaged copy is refused
                                 "counts": {k: int((table.kinds == i).sum()) for i, k in enumerate(KINDS)},
                                 "text_bytes": {"max": int(table.n_bytes.max(initial=0)),
                                                "zero": int((table.n_bytes == 0).sum())}})  # fmt: skip
 
 
 def load_token_table(path: str | Path) -> TokenTable:
-    """A token table written by `save_token_table`; refused if an older rankscale's (other kinds, no byte lengths)."""
+    """A token table written by `save_token_table`; refused if an older rankscale's (other kinds, no byte lengths) or
+    unlike the checksum its sidecar records (a truncated or bit-flipped copy would shift kinds and byte lengths)."""
+    sidecar = Path(f"{path}.json")
+    recorded = json.loads(sidecar.read_text()).get("sha256") if sidecar.is_file() else None
+    if recorded is not None and sha256_file(path) != recorded:
+        raise ValueError(f"{path}: checksum does not match its sidecar {sidecar} (truncated or replaced file?); "
+                         "delete both and rerun snakemake")  # fmt: skip
     with np.load(path) as data:
         if [str(n) for n in data["names"]] != list(KINDS):
             raise ValueError(f"{path}: token kinds {list(data['names'])} are not {list(KINDS)}; delete it and rerun")

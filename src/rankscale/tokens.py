@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,18 @@ def save_tokens(corpus: TokenizedCorpus, path: str | Path, meta: dict[str, Any])
 
 
 def load_tokens(path: str | Path) -> TokenizedCorpus:
+    """The token file `save_tokens` wrote, checked against the checksum in its sidecar first: a truncated or
+    bit-flipped token file (a damaged copy, a bad DVC pull) would otherwise be scored or trained on unseen."""
+    sidecar = Path(f"{path}.json")
+    try:
+        recorded = json.loads(sidecar.read_text()).get(OWN_SHA)
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ValueError(f"{sidecar}: unreadable sidecar of {path} ({exc}); delete both and rerun snakemake") from None
+    if sha256_file(path) != recorded:
+        raise ValueError(
+            f"{path}: checksum does not match its sidecar {sidecar} (truncated or replaced file?); "
+            "delete both and rerun snakemake"
+        )
     with np.load(path) as data:
         prefix = data["prefix"] if "prefix" in data.files else None
         return TokenizedCorpus(ids=data["ids"], offsets=data["offsets"], prefix=prefix)

@@ -7,6 +7,7 @@ replicate file is named when it is read, never half-used.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from rankscale.atomic import checksum_matches, remember_checksum, sha256_file, write_json, write_npz
+from rankscale.atomic import checksum_matches, json_text, remember_checksum, sha256_file, write_json, write_npz
 from rankscale.conjecture import Distribution
 from rankscale.statistics import Totals
 from rankscale.strata import Stratum
@@ -191,16 +192,29 @@ def write_summary(summary: Summary, hist: np.ndarray, boot: Mapping[str, np.ndar
     write_npz(paths.boot, **boot)
     files = {"hist": sha256_file(paths.hist), "boot": sha256_file(paths.boot)}
     done = Summary(**{**{f.name: getattr(summary, f.name) for f in fields(summary)}, "files": files})
-    write_json(paths.summary, done.to_json())
+    body = json.loads(json_text(done.to_json()))  # as read back
+    write_json(paths.summary, {**body, OWN_CHECKSUM: _digest(body)})
     for kind, checksum in files.items():  # hashed once, here: the table and figure jobs that read them need not
         remember_checksum(paths.hist if kind == "hist" else paths.boot, checksum)
     return done
 
 
+OWN_CHECKSUM = "json_sha256"  # of the summary's own JSON without this key: a flipped digit is no valid-looking number
+
+
+def _digest(body: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json_text(body).encode()).hexdigest()
+
+
 def read_summary(path: str | Path) -> Summary:
+    """A summary as written; refused, naming the file, when unreadable or when its JSON is not what was written."""
     try:
-        return Summary.from_json(json.loads(Path(path).read_text()))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        body = json.loads(Path(path).read_text())
+        recorded = body.pop(OWN_CHECKSUM, None)
+        if recorded is not None and recorded != _digest(body):  # summaries written before it was recorded lack it
+            raise ValueError(f"its contents do not match its own checksum {OWN_CHECKSUM} (bit-flipped or edited?)")
+        return Summary.from_json(body)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SummaryError(f"{path}: unreadable summary ({exc}); {SummaryPaths.beside(path).recompute()}") from None
 
 
