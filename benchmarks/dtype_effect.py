@@ -42,8 +42,10 @@ from rankscale.metrics import METRICS  # noqa: E402
 from rankscale.plan import build_plan, layout  # noqa: E402
 from rankscale.rankfile import load_rank_arrays  # noqa: E402
 from rankscale.summary import Summary, SummaryPaths, load_replicates, load_unit_totals, read_summary  # noqa: E402
-from rankscale.tables import Replicates, finals, read_table  # noqa: E402
+from rankscale.tables import Replicates, finals  # noqa: E402
 from rankscale.tables.lawkit import exponent_contrast  # noqa: E402
+from rankscale.tables.laws import fits_table  # noqa: E402
+from rankscale.tables.metrics import metrics_table  # noqa: E402
 from rankscale.tables.noise import Noise, law_documents, law_replicates  # noqa: E402
 
 QUANTITIES = (("rbp", 1), ("rbp", 10), ("rbp", 100), ("ce", None))  # per model: RBP_k and CE
@@ -92,7 +94,8 @@ def paired_delta(a: float, b: float, reps_a: np.ndarray, reps_b: np.ndarray, lev
 
 @dataclass(frozen=True)
 class Run:
-    """One finished run: its validated configuration, file layout, summaries and their replicates."""
+    """One finished run's final models (the laws in S use those alone): its validated configuration, file layout,
+    summaries and their replicates, and their metrics.csv rows as the workflow's table builder makes them."""
 
     config: dict
     files: Layout
@@ -101,33 +104,42 @@ class Run:
     metrics: pd.DataFrame
 
     @classmethod
-    def of(cls, configfile: Path, root: Path) -> Run:
+    def of(cls, configfile: Path, root: Path, only: Sequence[str] = ()) -> Run:
+        """`only`: these models alone (default: every final model)."""
         config = validate(load_yaml(configfile))
         plans = build_plan(config, validated=True)
         files = layout(config, plans, [configfile], REPO / "config/config.yaml")
         summaries, totals, units = {}, [], []
-        for model in plans:
+        for model in (name for name, plan in plans.items() if plan.final and (not only or name in only)):
             for dataset in sorted(config["datasets"]):
                 path = root / files.summary(model, dataset)
                 if not path.is_file():
-                    raise SystemExit(
-                        f"{configfile}: no summary {path}: run `snakemake --configfile {configfile}` first"
-                    )
+                    raise SystemExit(f"{configfile}: no summary {path}: run `snakemake --configfile {configfile}`")
                 summary = read_summary(path)
                 summaries[(model, dataset)] = summary
                 totals.append(load_replicates(summary, SummaryPaths.beside(path)))
                 units.append(load_unit_totals(summary, SummaryPaths.beside(path)))
-        metrics = read_table(root / files.table("metrics"))
-        return cls(config, files, summaries, Replicates(list(summaries.values()), totals, units), metrics)
+        replicates = Replicates(list(summaries.values()), totals, units)
+        level = float(config["analysis"]["bootstrap"]["level"])
+        return cls(config, files, summaries, replicates, metrics_table(summaries.values(), replicates, level))
 
     @property
     def level(self) -> float:
         return float(self.config["analysis"]["bootstrap"]["level"])
 
+    def setting(self, name: str) -> int:
+        return int(self.config["analysis"]["bootstrap"][name])
+
     def value(self, model: str, dataset: str, name: str, k: int | None) -> float:
         summary = self.summaries[(model, dataset)]
         values = np.atleast_1d(METRICS[name].compute(summary.totals()))
         return float(values[0] if k is None else values[list(summary.k).index(k)])
+
+    def fits(self, form: FitForm) -> pd.DataFrame:
+        """powerlaw_fits.csv's rows of the laws compared here, built as the workflow builds them."""
+        m = self.metrics
+        rows = m[(m["metric"] == "ce") | ((m["metric"] == "rbp") & m["k"].isin([k for n, k in LAWS if n == "rbp"]))]
+        return fits_table(rows, form, self.replicates, self.level, self.setting("refits"), self.setting("seed"))
 
 
 @dataclass(frozen=True)
@@ -224,12 +236,12 @@ def law_group(run: Run, family: str, dataset: str, name: str, k: int | None) -> 
     return rows.sort_values("S", kind="stable")
 
 
-def compare_laws(a: Run, b: Run, form: FitForm, root: Path) -> list[LawRow]:
+def compare_laws(a: Run, b: Run, form: FitForm) -> list[LawRow]:
     """Δ alpha (b − a) of every family's laws with at least three sizes, beside a's exponent interval."""
     assert form.exponent is not None
     e = form.exponent
-    fits = read_table(root / a.files.table("powerlaw_fits"))
-    refits, seed = int(a.config["analysis"]["bootstrap"]["refits"]), int(a.config["analysis"]["bootstrap"]["seed"])
+    fits = a.fits(form)
+    refits, seed = a.setting("refits"), a.setting("seed")
     out = []
     for (family, dataset), _ in finals(a.metrics).groupby(["family", "dataset"], sort=True):
         for name, k in LAWS:
@@ -315,12 +327,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--float32", type=Path, required=True, help="the float32 run's configuration file")
     p.add_argument("--bfloat16", type=Path, required=True, help="the bfloat16 run's configuration file")
     p.add_argument("--root", type=Path, default=Path.cwd(), help="the checkout whose results/ holds both runs")
+    p.add_argument("--models", nargs="*", default=[], help="compare these models alone (default: every final model)")
     p.add_argument("--write", action="store_true", help="replace this module's section of benchmarks/RESULTS.md")
     args = p.parse_args(argv)
     started, load = time.perf_counter(), os.getloadavg()[0]
-    a, b = Run.of(args.float32, args.root), Run.of(args.bfloat16, args.root)
+    a, b = Run.of(args.float32, args.root, args.models), Run.of(args.bfloat16, args.root, args.models)
     form = FORMS[a.config["analysis"]["law_form"]]
-    body = report(compare_models(a, b, args.root), compare_laws(a, b, form, args.root), args.float32, args.bfloat16)
+    body = report(compare_models(a, b, args.root), compare_laws(a, b, form), args.float32, args.bfloat16)
 
     import harness  # the machine facts and the RESULTS.md writer every benchmark shares
     import torch
