@@ -102,17 +102,22 @@ class Run:
     summaries: dict[tuple[str, str], Summary]
     replicates: Replicates
     metrics: pd.DataFrame
+    missing: list[str]  # summaries not there (left out where `skip_missing`)
 
     @classmethod
-    def of(cls, configfile: Path, root: Path, only: Sequence[str] = ()) -> Run:
-        """`only`: these models alone (default: every final model)."""
+    def of(cls, configfile: Path, root: Path, only: Sequence[str] = (), datasets: Sequence[str] = (),
+           skip_missing: bool = False) -> Run:  # fmt: skip
+        """`only`, `datasets`: these models and datasets alone (default: every final model, every dataset)."""
         config = validate(load_yaml(configfile))
         plans = build_plan(config, validated=True)
         files = layout(config, plans, [configfile], REPO / "config/config.yaml")
-        summaries, totals, units = {}, [], []
+        summaries, totals, units, missing = {}, [], [], []
         for model in (name for name, plan in plans.items() if plan.final and (not only or name in only)):
-            for dataset in sorted(config["datasets"]):
+            for dataset in sorted(d for d in config["datasets"] if not datasets or d in datasets):
                 path = root / files.summary(model, dataset)
+                if not path.is_file() and skip_missing:
+                    missing.append(f"{model} on {dataset}")
+                    continue
                 if not path.is_file():
                     raise SystemExit(f"{configfile}: no summary {path}: run `snakemake --configfile {configfile}`")
                 summary = read_summary(path)
@@ -121,7 +126,8 @@ class Run:
                 units.append(load_unit_totals(summary, SummaryPaths.beside(path)))
         replicates = Replicates(list(summaries.values()), totals, units)
         level = float(config["analysis"]["bootstrap"]["level"])
-        return cls(config, files, summaries, replicates, metrics_table(summaries.values(), replicates, level))
+        metrics = metrics_table(summaries.values(), replicates, level)
+        return cls(config, files, summaries, replicates, metrics, missing)
 
     @property
     def level(self) -> float:
@@ -159,10 +165,8 @@ def quantity_label(name: str, k: int | None) -> str:
 
 def compare_models(a: Run, b: Run, root: Path) -> list[ModelRow]:
     """Every model x dataset of both runs: the same scored tokens (checked), their rank changes and paired deltas."""
-    if set(a.summaries) != set(b.summaries):
-        raise SystemExit(f"the runs score different models x datasets: {sorted(set(a.summaries) ^ set(b.summaries))}")
     rows = []
-    for model, dataset in sorted(a.summaries):
+    for model, dataset in sorted(set(a.summaries) & set(b.summaries)):
         sa, sb = a.summaries[(model, dataset)], b.summaries[(model, dataset)]
         ranks_a, _ = load_rank_arrays(
             root / a.files.ranks(model, dataset), root / a.files.ranks(model, dataset, "json")
@@ -303,7 +307,8 @@ def laws_table(rows: Sequence[LawRow]) -> str:
     return "\n".join(lines)
 
 
-def report(models: Sequence[ModelRow], laws: Sequence[LawRow], a: Path, b: Path) -> str:
+def report(models: Sequence[ModelRow], laws: Sequence[LawRow], a: Path, b: Path, missing: Sequence[str]) -> str:
+    left_out = f" Not compared (a run's summary missing: `--skip-missing`): {', '.join(missing)}." if missing else ""
     deltas = [d for r in models for d in r.deltas.values()]
     over = sum(d.exceeds for d in deltas)
     significant = sum(d.excludes_zero for d in deltas)
@@ -312,7 +317,7 @@ def report(models: Sequence[ModelRow], laws: Sequence[LawRow], a: Path, b: Path)
         "(bfloat16 weights and activations, float32 head: `head_dtype: float32`, the default). The same documents, "
         "the same bootstrap draws (B from `analysis.bootstrap`), so each Δ's interval is the percentile interval of "
         "its replicate-by-replicate differences (paired), expanded for few documents as metrics.csv's are; the "
-        "float32 value's own interval is metrics.csv's.\n\n"
+        f"float32 value's own interval is metrics.csv's.{left_out}\n\n"
         f"**Per model.** {over} of {len(deltas)} deltas are larger than the float32 value's own interval; "
         f"{significant} of {len(deltas)} paired intervals exclude 0.\n\n"
         f"{model_table(models)}\n\n**Ranks that change.**\n\n{ranks_table(models)}\n\n"
@@ -328,12 +333,17 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--bfloat16", type=Path, required=True, help="the bfloat16 run's configuration file")
     p.add_argument("--root", type=Path, default=Path.cwd(), help="the checkout whose results/ holds both runs")
     p.add_argument("--models", nargs="*", default=[], help="compare these models alone (default: every final model)")
+    p.add_argument("--datasets", nargs="*", default=[], help="these datasets alone (default: every dataset)")
+    p.add_argument(
+        "--skip-missing", action="store_true", help="leave out what either run has not summarized, saying so"
+    )
     p.add_argument("--write", action="store_true", help="replace this module's section of benchmarks/RESULTS.md")
     args = p.parse_args(argv)
     started, load = time.perf_counter(), os.getloadavg()[0]
-    a, b = Run.of(args.float32, args.root, args.models), Run.of(args.bfloat16, args.root, args.models)
+    a, b = (Run.of(c, args.root, args.models, args.datasets, args.skip_missing) for c in (args.float32, args.bfloat16))
     form = FORMS[a.config["analysis"]["law_form"]]
-    body = report(compare_models(a, b, args.root), compare_laws(a, b, form), args.float32, args.bfloat16)
+    missing = sorted(set(a.missing) | set(b.missing))
+    body = report(compare_models(a, b, args.root), compare_laws(a, b, form), args.float32, args.bfloat16, missing)
 
     import harness  # the machine facts and the RESULTS.md writer every benchmark shares
     import torch
