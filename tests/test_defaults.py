@@ -16,7 +16,7 @@ from rankscale.canon import canonical
 from rankscale.config import ConfigError, json_path, load_schema, load_yaml, validate
 from tests.conftest import REPO
 
-CONFIGS = ["config.yaml", "smoke.yaml", "paper.yaml", "pythia_training.yaml"]
+CONFIGS = ["config.yaml", "smoke.yaml", "paper.yaml", "pythia_training.yaml", "bfloat16.yaml"]
 CODE = sorted([*(REPO / "src/rankscale").rglob("*.py"), *(REPO / "workflow").rglob("*.py")])
 
 # (file, name): a parameter that shares a configured key's name but holds something else. Keep it
