@@ -139,6 +139,10 @@ def _errors(work: Path) -> str:
     return (work / "snakemake.err").read_text(errors="replace")
 
 
+# rules whose jobs take about a second, and the directory of their outputs (removed to run them again)
+QUICK = {"corpus": "results/corpus", "tokenize": "results/tokens", "token_kinds": "results/token_kinds"}
+
+
 def _kill_inside(
     work: Path, pending: list[str], windows: dict[str, float], rng: random.Random, timeout: float = 900
 ) -> set[str]:
@@ -147,7 +151,9 @@ def _kill_inside(
     proc = _start(work, CONFIG)
     deadline = time.monotonic() + timeout
     while not (targets := [r for r in _running(_errors(work)) if r in pending]):
-        assert proc.poll() is None, f"the workflow ended before a job of {pending} ran:\n{_errors(work)[-3000:]}"
+        if proc.poll() is not None:  # every job of the pending rules had finished before a kill fell inside one
+            assert set(pending) <= set(QUICK), f"the workflow ended before a job of {pending} ran:\n{_errors(work)[-3000:]}"
+            return set()
         assert time.monotonic() < deadline, f"no job of {pending} started"
         time.sleep(0.05)
     time.sleep(rng.uniform(0, windows[targets[0]]))
@@ -227,6 +233,10 @@ def test_kill_inside_every_rule_type_then_finish_identically(smoke_run: Path, tm
         if not pending:
             break
         running = _kill_inside(work, pending, windows, rng)
+        if not running:  # quick rules (a second a job) all done before a kill: remove their outputs, run them again
+            for rule in pending:
+                shutil.rmtree(work / QUICK[rule], ignore_errors=True)
+            continue
         print(f"SIGKILL with jobs of {sorted(running)} running")  # the record benchmarks/RESULTS.md reports
         killed += [rule for rule in pending if rule in running]
         pending = [rule for rule in pending if rule not in running]

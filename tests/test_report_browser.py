@@ -159,8 +159,12 @@ def test_landing_page_shows_what_the_run_found_and_what_produced_it(browser, rep
                 close_to(s, law[c]) for s, c in zip(alpha, ("alpha", "alpha_ci_low", "alpha_ci_high"), strict=True)
             ] == [True] * 3
             assert close_to(row.locator(f"td.{name}-r2").inner_text(), law["r2"])
-            q, df, p = numbers(row.locator(f"td.{name}-lof").inner_text())
-            assert close_to(q, law["lof_q"]) and close_to(df, law["lof_df"]) and close_to(p, law["lof_p"], 2)
+            shown_lof = numbers(row.locator(f"td.{name}-lof").inner_text())
+            assert close_to(shown_lof[0], law["lof_q"]) and close_to(shown_lof[1], law["lof_df"])
+            if pd.notna(law["lof_p"]):  # under 20 effective documents the lack of fit is not testable: no p
+                assert len(shown_lof) == 3 and close_to(shown_lof[2], law["lof_p"], 2)
+            else:
+                assert len(shown_lof) == 2
         pair = contrasts[(contrasts["family"] == family) & (contrasts["dataset"] == dataset)
                          & (contrasts["metric"] == "neg_log_rbp") & (contrasts["k"] == 1)
                          & (contrasts["versus"] == "ce") & contrasts["versus_k"].isna()].iloc[0]  # fmt: skip
@@ -287,14 +291,11 @@ def test_landing_screenshot_for_the_docs(browser, report, shots):
     assert not reader.errors, reader.errors
 
 
-def test_a_report_before_any_run_says_so(browser, shots, tmp_path):
-    """Nothing has run: the report still builds, and its page says so in one line, without a script error."""
+def test_a_report_before_any_run_says_so(tmp_path):
+    """Nothing has run: `--report` refuses in one line that says how to make something to report, no traceback
+    (an empty report was written before: tests/test_run_report.py has the refusal after a run too)."""
     workdir = copy_workflow(tmp_path / "fresh")
     result = snakemake(workdir, "--cores", "1", "--configfile", "config/smoke.yaml", "--report", "report.html")
-    assert result.returncode == 0, result.stderr[-3000:]
-    reader = open_reader(browser, (workdir / "report.html").as_uri(), shots)
-    text = reader.page.locator("#app").inner_text()
-    assert "No results yet: no run of this configuration has succeeded" in text
-    assert "ENCODING" not in text and "Traceback" not in result.stderr
-    reader.shot("before-any-run")
-    assert not reader.errors, reader.errors
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "nothing to report: no run of this configuration has succeeded" in result.stderr
+    assert "Traceback" not in result.stderr and not (workdir / "report.html").exists()

@@ -17,7 +17,7 @@ from rankscale.canon import canonical, short_hash, text_key
 from rankscale.config import ConfigError, dataset_spec, validate
 from rankscale.fingerprint import file_digest, tokenizer_digest
 from rankscale.formats import TRAIN_FORMAT
-from rankscale.layout import LADDERS, NO_LADDER
+from rankscale.layout import LADDERS, NO_LADDER, RESOURCES
 from rankscale.models import ModelSource
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ def local_tokenizer_digest(source: ModelSource) -> str | None:
     location = Path(source.tokenizer_location)
     if source.tokenizer is not None and source.tokenizer_ref is not None:
         return None  # a hub tokenizer
-    if not location.is_dir() or location.resolve().is_relative_to(Path("resources").resolve()):
+    if not location.is_dir() or location.resolve().is_relative_to(Path(RESOURCES).resolve()):
         return None  # the workflow's own output (resources/ladder, resources/gguf): keyed where it is made
     return tokenizer_digest(location)
 
