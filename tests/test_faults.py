@@ -56,8 +56,9 @@ LADDER = ladder_dir(SMOKE)
 SEED = 50  # the kill points: random, and the same in every run of the test
 # the rule types killed: a kill falls a random time into a job of one, up to 90% of the shortest such job of the
 # undisturbed run (its benchmark files; the rules without one: this many seconds, about their Python start-up)
+# corpus is not among them: on a quiet machine its jobs end before a kill can be aimed inside one (the CI run of
+# 2026-11-28 never caught one in 20 tries); a kill inside it was shown under load (benchmarks/RESULTS.md, Reliability)
 KILLED = (
-    "corpus",
     "tokenize",
     "token_kinds",
     "ladder_train",
