@@ -1,5 +1,5 @@
 """Real-document nulls: the lack-of-fit test's level and the law and contrast intervals' coverage on the run's
-own documents, with an exact law imposed (issue 49; docs/science.md, "Few documents").
+own documents, with an exact law imposed (docs/science.md, "Few documents").
 
 A finished run's per-document sums (`doc_n`, `doc_sum_logprob`, `doc_hits` in each summary's .boot.npz) for the
 ladder's final sizes on pydoc and HumanEval are the population. Each model's sums are scaled so the population's
