@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-WORKFLOW_FILES = ("Snakefile", "workflow", "config", "src", "envs", "profiles")
+WORKFLOW_FILES = ("workflow", "config", "src", "profiles")
 
 
 def benchmark_module(name: str):  # -> the module benchmarks/<name>.py

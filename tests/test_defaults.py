@@ -1,4 +1,4 @@
-"""Defaults live once, in config/schema.yaml: the code gives no configured key a default of its own,
+"""Defaults live once, in workflow/schemas/config.schema.yaml: the code gives no configured key a default of its own,
 and the shipped configurations state only what differs from the schema, each with a reason."""
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ def test_configs_restate_no_default(name: str) -> None:
             continue  # a required key
         if same:
             restated[key] = line
-    assert not restated, f"config/{name} restates config/schema.yaml's defaults (leave them out): " + ", ".join(
+    assert not restated, f"config/{name} restates workflow/schemas/config.schema.yaml's defaults (leave them out): " + ", ".join(
         f"{json_path(key)} (line {line + 1})" for key, line in restated.items()
     )
 

@@ -1,6 +1,6 @@
 """`--sdm conda` correctness, checked statically (no conda, no network).
 
-Every rule that runs code declares a pinned environment from envs/; the project's package is
+Every rule that runs code declares a pinned environment from workflow/envs/; the project's package is
 importable inside it (each rule script puts src/ on sys.path before importing it); each
 environment provides every distribution the code its rules run imports, lazily or not (the
 transitive closure over `rankscale.*`); and every pin is exact, satisfies pyproject.toml and
@@ -34,7 +34,7 @@ from packaging.version import Version
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
-ENVS = REPO / "envs"
+ENVS = REPO / "workflow" / "envs"
 PACKAGE = "rankscale"
 
 # conda-forge names whose PyPI (import-metadata) name differs
@@ -72,7 +72,7 @@ def load_rules(workdir: Path) -> list[RuleInfo]:
             workflow_api = api.workflow(
                 resource_settings=ResourceSettings(),
                 config_settings=ConfigSettings(configfiles=[REPO / "config/config.yaml"]),
-                snakefile=REPO / "Snakefile",
+                snakefile=REPO / "workflow/Snakefile",
                 workdir=workdir,
             )
             workflow = workflow_api._workflow  # no public accessor for the parsed rules
@@ -99,7 +99,7 @@ def load_rules(workdir: Path) -> list[RuleInfo]:
 def rule_names_in_sources() -> set[str]:
     """Every `rule NAME:` in the Snakefile and workflow/rules/*.smk, conditional or not."""
     names = set()
-    for path in [REPO / "Snakefile", *sorted((REPO / "workflow/rules").glob("*.smk"))]:
+    for path in [REPO / "workflow/Snakefile", *sorted((REPO / "workflow/rules").glob("*.smk"))]:
         names |= set(re.findall(r"^\s*(?:local)?rule\s+(\w+)\s*:", path.read_text(), re.MULTILINE))
     return names
 
@@ -354,7 +354,7 @@ def test_every_code_rule_declares_an_env_from_envs(code_rules: list[RuleInfo]) -
             continue
         path = env_path(rule)
         if path.parent != ENVS or not path.is_file():
-            problems.append(f"{rule.name}: conda: {rule.conda_env} is not a file in envs/ ({path})")
+            problems.append(f"{rule.name}: conda: {rule.conda_env} is not a file in workflow/envs/ ({path})")
     assert not problems, "\n".join(problems)
 
 

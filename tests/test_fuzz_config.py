@@ -47,7 +47,7 @@ from rankscale.tables import TABLES
 from tests.conftest import REPO, copy_workflow, snakemake
 
 DEFAULT = REPO / "config/config.yaml"
-SHIPPED = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((REPO / "config").glob("*.yaml")) if p.stem != "schema"}
+SHIPPED = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((REPO / "config").glob("*.yaml"))}
 EXAMPLES = int(os.environ.get("RANKSCALE_FUZZ_EXAMPLES", "2000"))
 DATABASE = DirectoryBasedExampleDatabase(str(REPO / "tests/data/hypothesis"))
 

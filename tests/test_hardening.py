@@ -247,7 +247,7 @@ def test_duplicate_yaml_key_is_refused_with_file_and_line(workflow_copy: Path) -
 
 
 def test_several_problems_give_one_line_each_naming_the_users_file(workflow_copy: Path) -> None:
-    """A partial file's errors name it (not config/schema.yaml, not common.smk), one line each, with the fix."""
+    """A partial file's errors name it (not workflow/schemas/config.schema.yaml, not common.smk), one line each, with the fix."""
     (workflow_copy / "config/partial.yaml").write_text("extraction:\n  dtype: float64\n  batchsize: 4\n")
     result = snakemake(workflow_copy, "-n", "--cores", "1", "--configfile", "config/partial.yaml")
     output = _output(result)

@@ -28,7 +28,7 @@ ALLOWED = {
 
 def checked_files() -> list[Path]:
     """The rules, the Snakefile, the workflow's scripts and every package module but the layout itself."""
-    files = [*REPO.glob("workflow/rules/*.smk"), REPO / "Snakefile", *REPO.glob("workflow/**/*.py")]
+    files = [*REPO.glob("workflow/rules/*.smk"), REPO / "workflow/Snakefile", *REPO.glob("workflow/**/*.py")]
     return sorted(files + [p for p in REPO.glob("src/rankscale/**/*.py") if p.name != "layout.py"])
 
 

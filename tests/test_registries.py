@@ -187,7 +187,7 @@ def test_a_new_table_is_built_by_its_own_job(extended):
     """RBP_k - RBP_1 at every k of `analysis.law_k` above 1, as brute force from the real rank arrays says, inside
     its interval; a job of its own, which a change of the law form does not rerun and one of the level does."""
     assert extended.plan[job_key("table", table="rbp_gain")] == 1
-    schema = yaml.safe_load((REPO / "config/schema.yaml").read_text())
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     law_k = extended.config["analysis"].get("law_k", schema["properties"]["analysis"]["properties"]["law_k"]["default"])
     gain = read_table(extended.work / "results/toy/tables/rbp_gain.csv")
     models, datasets = models_of(extended.config), list(extended.config["datasets"])

@@ -77,7 +77,7 @@ def test_reformatting_comments_and_touches_rerun_nothing(work: Path) -> None:
     compute = work / "src/rankscale/summary/compute.py"
     compute.write_text("# a comment\n" + compute.read_text().replace('"""Per model', '"""Reworded: per model', 1))
     now = 2_000_000_000
-    for path in [*(work / "workflow").rglob("*"), *(work / "src").rglob("*.py"), work / "Snakefile"]:
+    for path in [*(work / "workflow").rglob("*"), *(work / "src").rglob("*.py")]:
         if path.is_file():
             os.utime(path, (now, now))
     assert planned_jobs(work, *SMOKE_ARGS) == Counter()

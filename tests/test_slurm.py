@@ -78,7 +78,7 @@ def planned_by_rule(text: str) -> Counter[str]:
 
 def test_the_local_rules_are_the_snakefiles() -> None:
     """LOCAL_RULES is what `Snakefile` declares (the SLURM run below proves Snakemake keeps those jobs local)."""
-    block = re.search(r"^localrules:\n((?:    \w+,\n)+)", (REPO / "Snakefile").read_text(), re.MULTILINE)
+    block = re.search(r"^localrules:\n((?:    \w+,\n)+)", (REPO / "workflow/Snakefile").read_text(), re.MULTILINE)
     assert block and set(re.findall(r"(\w+),", block.group(1))) == LOCAL_RULES
 
 

@@ -1,4 +1,4 @@
-"""The configuration: validated against config/schema.yaml, with its defaults filled in.
+"""The configuration: validated against workflow/schemas/config.schema.yaml, with its defaults filled in.
 
 Every default lives in the schema (`default:`); `validate` fills them in, so the rest of the
 code indexes keys without fallbacks (tests/test_defaults.py keeps it so).
@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 NAME_HINT = " (names become file and directory names: letters, digits, '.', '_' and '-', not starting with '.')"
 
 
@@ -33,7 +33,7 @@ class ConfigError(ValueError):
 
 @cache
 def load_schema(schema_path: Path = SCHEMA_PATH) -> dict[str, Any]:
-    """config/schema.yaml, completed with the dataset sources of rankscale.sources.SOURCES."""
+    """workflow/schemas/config.schema.yaml, completed with the dataset sources of rankscale.sources.SOURCES."""
     schema: dict[str, Any] = load_yaml(schema_path)
     _add_dataset_sources(schema, schema_path)
     return schema

@@ -31,14 +31,13 @@ from typing import Any
 
 import yaml
 
-from rankscale.config import ConfigError, load_yaml, validate
+from rankscale.config import SCHEMA_PATH, ConfigError, load_yaml, validate
 from rankscale.dvc_stages import ShareError, Stage, merge, read_stages, stage_configs
 from rankscale.identity import CORPUS_SHA, OWN_SHA, problems
 from rankscale.layout import Layout
 from rankscale.plan import ModelPlan, build_plan, layout
 
 DEFAULT_CONFIG = "config/config.yaml"
-SCHEMA = "config/schema.yaml"
 DVC_YAML_HEADER = """\
 # What DVC versions: written by `python workflow/share.py track` from the configuration; edit
 # the config, not this file. Snakemake produces every output (each `cmd` is the Snakemake call
@@ -76,7 +75,7 @@ def load_config(config_files: Sequence[str], root: Path = Path(".")) -> dict[str
 
 def configured(config_files: Sequence[str], root: Path) -> tuple[dict[str, Any], dict[str, ModelPlan], Layout]:
     """The configuration, its plan and its file layout, as the workflow resolves them."""
-    config = validate(load_config(config_files, root), root / SCHEMA)
+    config = validate(load_config(config_files, root), SCHEMA_PATH)
     plans = build_plan(config, check_paths=False, validated=True)
     return config, plans, layout(config, plans, [root / f for f in config_files], root / DEFAULT_CONFIG)
 

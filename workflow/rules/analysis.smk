@@ -6,7 +6,7 @@
 from rankscale.config import load_schema  # noqa: E402
 from rankscale.summary.compute import default_k  # noqa: E402
 
-DEFAULT_K = default_k(load_schema(Path(workflow.basedir) / "config/schema.yaml"))
+DEFAULT_K = default_k(load_schema(SCHEMA_PATH))
 
 
 rule summarize:
@@ -28,7 +28,7 @@ rule summarize:
     benchmark:
         Layout.SUMMARIZE_BENCHMARK
     conda:
-        "../../envs/analysis.yaml"
+        "../envs/analysis.yaml"
     script:
         "../scripts/summarize.py"
 
@@ -50,7 +50,7 @@ rule trajectories:
     benchmark:
         LAYOUT.run_benchmark("trajectories", "{family}/{dataset}")
     conda:
-        "../../envs/analysis.yaml"
+        "../envs/analysis.yaml"
     script:
         "../scripts/trajectories.py"
 
@@ -77,6 +77,6 @@ rule table:
     benchmark:
         LAYOUT.run_benchmark("tables", "{table}")
     conda:
-        "../../envs/analysis.yaml"
+        "../envs/analysis.yaml"
     script:
         "../scripts/table.py"

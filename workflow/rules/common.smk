@@ -8,10 +8,19 @@ import re
 import sys
 from pathlib import Path
 
-SRC = str(Path(workflow.basedir) / "src")
+# this checkout, from the directory of this file: `workflow.basedir` is the importing Snakefile's where rankscale
+# runs as a module (docs/pipelines.md)
+try:
+    WORKFLOW_DIR = Path(workflow.current_basedir).parent
+except TypeError:  # a module's `snakefile:` given as github(...) or a URL
+    sys.exit(f"rankscale: the module's `snakefile:` must be a file of a local clone, not {workflow.current_basedir}: "
+             "its rules read their own code from disk to decide what reruns (docs/pipelines.md)")
+REPO = WORKFLOW_DIR.parent
+SRC = str(REPO / "src")
 if SRC not in sys.path:
     sys.path.insert(0, SRC)
 
+from rankscale.config import SCHEMA_PATH  # noqa: E402
 from rankscale.downloads import extraction_downloads, hub_downloads  # noqa: E402
 from rankscale.fingerprint import code_digest  # noqa: E402
 from rankscale import manifest as manifest_module  # noqa: E402
@@ -40,11 +49,11 @@ from rankscale.tables import TABLES  # noqa: E402
 
 # the files given with --configfile, and the default they extend where none of them sets `datasets:` (Snakefile)
 USER_CONFIGS = [Path(f) for f in workflow.overwrite_configfiles]
-DEFAULT_CONFIG = Path(workflow.basedir) / "config/config.yaml"
+DEFAULT_CONFIG = REPO / "config/config.yaml"
 EXTENDS_DEFAULT = len(workflow.configfiles) > len(USER_CONFIGS)
 try:  # rankscale.plan.prepare: the configuration stage, the same code the configuration fuzzer runs
     PREPARED = prepare(config, workflow.configfiles, USER_CONFIGS, DEFAULT_CONFIG,
-                       dict(workflow.config_settings.config), Path(workflow.basedir) / "config/schema.yaml")
+                       dict(workflow.config_settings.config), SCHEMA_PATH)
 except REFUSED as exc:  # one line per problem, naming the file, before any job and without a traceback
     print(refusal(exc, USER_CONFIGS, DEFAULT_CONFIG, EXTENDS_DEFAULT), file=sys.stderr)
     sys.exit(1)
@@ -75,7 +84,7 @@ SUMMARY_SETTINGS = summary_settings(config)
 # touch or a reformat does not (profiles/default sets --rerun-triggers without Snakemake's mtime-based
 # `code`); the expensive rules carry format versions instead (rankscale.formats)
 CODE = {
-    step: code_digest(Path(workflow.basedir) / f"workflow/scripts/{step}.py")
+    step: code_digest(WORKFLOW_DIR / f"scripts/{step}.py")
     for step in ("summarize", "table", "figure", "token_kinds", "trajectories")
 }
 
@@ -129,7 +138,7 @@ def write_manifest():
     }
     sidecars = [Path(LAYOUT.ranks(m, d, "json")) for m, d in pairs]
     try:
-        built = manifest_module.build(config, Path(workflow.basedir), sidecars, benchmarks)
+        built = manifest_module.build(config, REPO, sidecars, benchmarks)
         manifest_module.write(built, Path(MANIFEST))
     except (OSError, ValueError) as exc:  # the run's results stand without it: say so, do not fail the run
         print(f"rankscale: could not write {MANIFEST}: {exc}", file=sys.stderr)

@@ -14,7 +14,7 @@ rule corpus:
     log:
         Layout.log("corpus", "{corpus}"),
     conda:
-        "../../envs/ml.yaml"
+        "../envs/ml.yaml"
     script:
         "../scripts/corpus.py"
 
@@ -39,7 +39,7 @@ rule tokenize:
     log:
         Layout.log("tokenize", "{tok}/{tokens}"),
     conda:
-        "../../envs/ml.yaml"
+        "../envs/ml.yaml"
     script:
         "../scripts/tokenize.py"
 
@@ -56,6 +56,6 @@ rule token_kinds:
     log:
         Layout.log("token_kinds", "{tok}"),
     conda:
-        "../../envs/ml.yaml"
+        "../envs/ml.yaml"
     script:
         "../scripts/token_kinds.py"

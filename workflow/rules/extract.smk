@@ -26,7 +26,7 @@ rule extract:
     benchmark:
         Layout.EXTRACT_BENCHMARK
     conda:
-        "../../envs/ml.yaml"
+        "../envs/ml.yaml"
     script:
         "../scripts/extract.py"
 
@@ -40,7 +40,7 @@ rule download:
     log:
         Layout.log("download", "{download}"),
     conda:
-        "../../envs/ml.yaml"
+        "../envs/ml.yaml"
     script:
         "../scripts/download.py"
 
@@ -55,6 +55,6 @@ rule gguf_convert:
     benchmark:
         Layout.GGUF_BENCHMARK
     conda:
-        "../../envs/ml.yaml"
+        "../envs/ml.yaml"
     script:
         "../scripts/gguf_convert.py"

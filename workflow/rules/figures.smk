@@ -24,6 +24,6 @@ rule figure:
     benchmark:
         LAYOUT.run_benchmark("figures", "{figure}")
     conda:
-        "../../envs/analysis.yaml"
+        "../envs/analysis.yaml"
     script:
         "../scripts/figure.py"

@@ -13,7 +13,7 @@ rule ladder_corpus:
     log:
         LADDER_FILES.log("corpus"),
     conda:
-        "../../envs/ml.yaml"
+        "../envs/ml.yaml"
     script:
         "../scripts/ladder_corpus.py"
 
@@ -30,7 +30,7 @@ rule ladder_tokenizer:
     log:
         LADDER_FILES.log("tokenizer"),
     conda:
-        "../../envs/ml.yaml"
+        "../envs/ml.yaml"
     script:
         "../scripts/ladder_tokenizer.py"
 
@@ -60,6 +60,6 @@ rule ladder_train:
     benchmark:
         LADDER_FILES.benchmark()
     conda:
-        "../../envs/ml.yaml"
+        "../envs/ml.yaml"
     script:
         "../scripts/ladder_train.py"

@@ -4,7 +4,7 @@
 from rankscale import results as results_index  # noqa: E402
 from rankscale import run_summary  # noqa: E402
 
-REPORT_COMMAND = run_summary.report_command(Path(OUT), workflow.configfiles, Path(workflow.basedir) / "config/config.yaml")
+REPORT_COMMAND = run_summary.report_command(Path(OUT), workflow.configfiles, DEFAULT_CONFIG)
 
 
 def job_logs():

@@ -1,6 +1,6 @@
 """The configuration resolved into one plan per model: where it loads from, its identity, its runtime.
 
-`rankscale.config.validate` checks shapes and types against config/schema.yaml and fills in
+`rankscale.config.validate` checks shapes and types against workflow/schemas/config.schema.yaml and fills in
 defaults; `build_plan` checks what a schema cannot (`rankscale.plan.checks`) and resolves
 per-model settings from `extraction:`, so every rule sees one consistent plan. Every error
 names the key and the value, and all of it runs before any job starts.

@@ -2,7 +2,7 @@
 
 To add a source: write `rankscale/sources/<name>.py` with a module-level `SOURCE = Source(...)`
 (documents, plan-time check, provenance), add it to `SOURCES` below, and give it its keys in
-`config/schema.yaml` as `$defs/<name>_dataset`: the schema's `source` names and per-source branches
+`workflow/schemas/config.schema.yaml` as `$defs/<name>_dataset`: the schema's `source` names and per-source branches
 come from those definitions (rankscale.config), and tests/test_config.py checks that they name exactly
 the sources of `SOURCES`. The shared
 steps (held-out split, seeded shuffle, size limits) are applied here, the same for every source.

@@ -26,7 +26,7 @@ TYPED = {"law_form": "form"}  # a setting a builder reads under another name: th
 class TableSettings:
     """The `analysis:` settings tables read (`rankscale.plan.table_settings` gives each table those it
     declares, so changing one reruns only the tables that read it; the others are None here). A new setting is a
-    field here, with its default in config/schema.yaml and its line in docs/configuration.md; a property of
+    field here, with its default in workflow/schemas/config.schema.yaml and its line in docs/configuration.md; a property of
     `TableInputs` of its name types it (without one a builder gets the value as configured)."""
 
     # each field names where it sits under `analysis:` (rankscale.plan.settings reads it from there)

@@ -1,0 +1,74 @@
+"""rankscale imported as a Snakemake module into a user's own pipeline (docs/pipelines.md).
+
+The user's Snakefile lives in a directory of its own, names this checkout's workflow/Snakefile in `module`,
+renames every rule with `use rule * from rankscale as rankscale_*`, adds a rule of its own that reads a table,
+and calls rankscale's `onsuccess` from its own. The smoke configuration run that way must give the tables of a
+direct run byte for byte, and the run's manifest and array index.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import REPO, snakemake
+
+pytestmark = pytest.mark.slow
+
+USER_SNAKEFILE = """\
+configfile: "config/smoke.yaml"
+
+
+module rankscale:
+    snakefile:
+        "{snakefile}"
+    config:
+        config
+
+
+use rule * from rankscale as rankscale_*
+
+
+rule count_laws:
+    input:
+        fits="results/smoke/tables/powerlaw_fits.csv",
+        everything=rules.rankscale_all.input,
+    output:
+        "laws.txt",
+    run:
+        import pandas as pd
+
+        with open(output[0], "w") as out:
+            out.write(f"{{len(pd.read_csv(input.fits))}} laws\\n")
+
+
+onsuccess:
+    rankscale.onsuccess()
+"""
+
+
+def test_rankscale_as_a_module_gives_the_direct_runs_tables(smoke_run: Path, tmp_path: Path) -> None:
+    user = tmp_path / "my-pipeline"
+    (user / "config").mkdir(parents=True)
+    (user / "config/smoke.yaml").write_text((REPO / "config/smoke.yaml").read_text())
+    (user / "Snakefile").write_text(USER_SNAKEFILE.format(snakefile=REPO / "workflow/Snakefile"))
+
+    result = snakemake(user, "--cores", "2", "count_laws")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-5000:]
+
+    direct, imported = smoke_run / "results/smoke/tables", user / "results/smoke/tables"
+    names = sorted(p.name for p in direct.glob("*.csv"))
+    assert len(names) >= 24 and names == sorted(p.name for p in imported.glob("*.csv"))
+    differing = [n for n in names if (direct / n).read_bytes() != (imported / n).read_bytes()]
+    assert not differing, f"tables that differ from the direct run's: {differing}"
+
+    fits = pd.read_csv(imported / "powerlaw_fits.csv")
+    assert (user / "laws.txt").read_text() == f"{len(fits)} laws\n"
+    # rankscale's onsuccess ran through the user's: the manifest, the array index and the run's summary
+    assert (user / "results/smoke/manifest.json").is_file() and (user / "results/smoke/arrays.json").is_file()
+    assert "rankscale: results in results/smoke/" in output
+    # the module's rules ran under their new names
+    assert "rule rankscale_extract:" in output and "rule rankscale_table:" in output
