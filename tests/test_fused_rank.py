@@ -203,3 +203,34 @@ def _head_inputs(model: Any, tokens_of: TokenizedCorpus, cut: Windows) -> tuple[
             hidden.append(h[f - 1 - s : e - 1 - s])
             targets.append(tokens[f - s : e - s])
     return torch.cat(hidden), torch.cat(targets)
+
+
+@pytest.mark.slow
+def test_smollm2_through_the_fused_kernel_equals_a_plain_forward_pass() -> None:
+    """A real pretrained model (SmolLM2-135M from its package's GGUF file, 49,152 columns, d = 576) on real text:
+    the fused kernel's ranks and log-probs against the full logits of a plain forward pass."""
+    import json
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tests.test_pretrained import smollm2
+
+    path = smollm2()
+    tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
+    source = Path(json.__file__).read_text()  # real Python source: the standard library's json package
+    ids = torch.tensor([tok(source)["input_ids"][:160]])
+    with torch.inference_mode():
+        hidden = model.model(input_ids=ids).last_hidden_state[0, :-1]
+        head = model.get_output_embeddings()
+        logits = head(hidden).float()
+    targets, vocab = ids[0, 1:], len(tok)
+    assert head.weight.shape == (vocab, 576) and vocab == 49152
+    chosen = logits.gather(1, targets[:, None])
+    expected_rank = (logits[:, :vocab] >= chosen).sum(1)
+    expected_lp = torch.log_softmax(logits[:, :vocab], dim=-1).gather(1, targets[:, None])[:, 0]
+    rank, logprob = FusedRankHead(head.weight, head.bias, vocab, "ge", blocks=Blocks(32, 1024, 32))(hidden, targets)
+    tol = path_tolerance(logits[:, :vocab], targets, hidden, head)
+    assert_ranks_close(rank.numpy(), expected_rank.numpy(), tol, "smollm2: fused vs full logits")
+    assert_logprobs_close(logprob.numpy(), expected_lp.numpy(), tol, "smollm2: fused vs full logits")
+    assert (rank == 1).float().mean() > 0.2  # a real model on real text: many tokens ranked first
