@@ -17,11 +17,11 @@ and comments do not change a digest; everything else in the code behind an outpu
 
 from rankscale.fingerprint import FormatVersion
 
-CORPUS_FORMAT = FormatVersion(version=1, code="f36c99be806abca9", scripts=("corpus",))
+CORPUS_FORMAT = FormatVersion(version=1, code="7d04d81cc2563768", scripts=("corpus",))
 # version 2: each document begins with the start tokens its tokenizer adds (a BOS), never with an appended EOS
 # (a GPU's float32 head from the tensor cores, the float32 head up to its sums' order; the summaries' documents: same version)
 # (the fused rank kernel: the float32 head up to its sums' order, at near ties only: same version)
-RANK_FORMAT = FormatVersion(version=2, code="9dadfb362d1ea14c", scripts=("tokenize", "extract"))
+RANK_FORMAT = FormatVersion(version=2, code="1ab0824249388e57", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
-    version=1, code="a5822a4b4125c43b", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
+    version=1, code="8e98e9571ec082cc", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )
