@@ -133,3 +133,68 @@ def test_a_hub_model_is_downloaded_once_then_scored_offline_from_the_cache(smoke
     log = (work / f"logs/extract/hub-b/{stem}.log").read_text()
     assert f"model 'hub-b': hub repository 'org/tiny' at commit {COMMIT} is not in the Hugging Face cache" in log
     assert not (work / targets[0]).exists() and targets[0] == f"results/ranks/hub-b/{stem}.npz"
+
+
+def word_tokenizer(folder: Path, words: list[str]) -> Path:
+    """A real (word-level) tokenizer saved as `save_pretrained` leaves it: ids follow the order of `words`."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(["<unk>", *words])}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>").save_pretrained(folder)
+    (folder / "config.json").write_text('{"model_type": "gpt2"}')  # what AutoTokenizer reads of a hub repository too
+    return folder
+
+
+MOVED = "fedcba9876543210fedcba9876543210fedcba98"  # the commit `main` moved to after the download
+
+
+def test_tokenization_loads_the_commit_the_download_pinned_and_extraction_refuses_another(
+    offline_cache: Path, tmp_path: Path
+) -> None:
+    """`main` moved from COMMIT (downloaded) to MOVED, which numbers the words the other way round."""
+    from rankscale.models import ModelSource
+    from rankscale.token_kinds import TokenTable, check_token_table, save_token_table
+    from rankscale.tokenizer_pin import check_token_file, extraction_commit, load_pinned, pin_record
+
+    cache_repo(offline_cache, "org/tiny", [word_tokenizer(tmp_path / "a", ["red", "green", "blue"])], commit=COMMIT)
+    cache_repo(offline_cache, "org/tiny", [word_tokenizer(tmp_path / "b", ["blue", "green", "red"])], commit=MOVED)
+    model = ModelSource("tiny", "org/tiny", "main", tokenizer=None, trust_remote_code=False, allow_pickle=False,
+                        tokenizer_revision=None)  # fmt: skip
+    record = tmp_path / pin_record(model)
+    assert pin_record(model) == "resources/downloads/org--tiny@main.json"  # the model's own download pins it
+    local = ModelSource.directory("m", str(tmp_path / "a"))
+    assert pin_record(local) is None and load_pinned(local, None, "t")[1] is None  # local: keyed by content
+
+    # not downloaded yet: the branch as it is now; downloaded: the commit the record pins, whatever main says
+    tokenizer, commit = load_pinned(model, str(record), "tokenizer 'tiny'")
+    assert commit == MOVED and tokenizer("red blue")["input_ids"] == [3, 1]
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({**HubDownload("org/tiny", "main", False, False, False).params(), "commit": COMMIT}))
+    tokenizer, commit = load_pinned(model, str(record), "tokenizer 'tiny'")
+    assert commit == COMMIT and tokenizer("red blue")["input_ids"] == [1, 3]
+
+    records = [json.loads(record.read_text())]
+    assert extraction_commit(model, records) == (COMMIT, pin_record(model))
+    tokens = tmp_path / "humaneval-abc.npz"
+    check_token_file({"tokenizer_commit": COMMIT}, tokens, COMMIT, str(record), "tiny")  # the same commit: scored
+    check_token_file({}, tokens, COMMIT, str(record), "tiny")  # written before commits were recorded: by content
+    with pytest.raises(ValueError) as moved:
+        check_token_file({"tokenizer": "org/tiny", "tokenizer_commit": MOVED}, tokens, COMMIT, str(record), "tiny")
+    assert str(moved.value) == (
+        f"{tokens}: tokenized with tokenizer 'org/tiny' at commit {MOVED}, but model 'tiny' loads it at commit "
+        f"{COMMIT}, which {record} pinned when rule download fetched it (the branch moved in between): its ranks "
+        f"would pair one commit's token ids with another's model. Delete {tokens} and {tokens}.json and rerun "
+        "snakemake: tokenization then loads the pinned commit"
+    )
+
+    # a token table of the other commit (or, for one without commits, other content) under a rank array: refused
+    table = tmp_path / "kinds.npz"
+    kinds = TokenTable(np.ones(4, np.uint8), np.ones(4, np.int64))
+    save_token_table(kinds, table, "org/tiny", {"tokenizer_sha256": "aa", "tokenizer_commit": MOVED})
+    check_token_table(table, {"tokenizer_sha256": "aa"}, "r.npz")  # no commit in an older rank array: content
+    for rank_meta, what in (({"tokenizer_commit": COMMIT}, "commit"), ({"tokenizer_sha256": "bb"}, "fingerprint")):
+        with pytest.raises(ValueError, match=rf"^{table}: token table of tokenizer 'org/tiny' at .*{what}.* rank array "
+                           rf"r.npz was scored with .*Delete {table} and {table}.json and rerun snakemake$"):  # fmt: skip
+            check_token_table(table, rank_meta, "r.npz")
