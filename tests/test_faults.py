@@ -437,7 +437,8 @@ def test_a_truncated_rank_sidecar_is_refused_naming_it(tmp_path: Path) -> None:
     whole = meta_path.read_bytes()
     for cut in (whole[: len(whole) // 2], b"", b"[1, 2]"):  # cut short, emptied, valid JSON but not a sidecar
         meta_path.write_bytes(cut)
-        with pytest.raises(RankFileError, match=re.escape(f"{meta_path}: unreadable sidecar of rank array {path} (")) as err:
+        unreadable = re.escape(f"{meta_path}: unreadable sidecar of rank array {path} (")
+        with pytest.raises(RankFileError, match=unreadable) as err:
             load_rank_arrays(path, meta_path)
         assert str(err.value).endswith("restore both (dvc pull), or delete both and rerun snakemake, which extracts "
                                        "the array again")  # fmt: skip

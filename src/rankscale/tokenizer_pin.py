@@ -7,7 +7,8 @@ its models: e.g. a dataset added later), else the branch as it is then, and both
 (`tokenizer_commit`) in their sidecars. The record is not an input of theirs (that would rerun every tokenization
 made before, and through it every extraction): where the branch moved between a tokenization and its model's
 download, the extraction refuses, naming both commits, and so does a summary whose token table is another
-commit's than its rank array (`rankscale.token_kinds.check_token_table`). Local tokenizers are keyed by their content (`rankscale.plan.keys`): no commit.
+commit's than its rank array (`rankscale.token_kinds.check_token_table`). Local tokenizers are keyed by their
+content (`rankscale.plan.keys`): no commit.
 """
 
 from __future__ import annotations
@@ -40,7 +41,10 @@ def load_pinned(source: ModelSource, record: str | None, label: str) -> tuple[An
     if source.local:
         return load_tokenizer(source, label), None
     if record is not None and Path(record).is_file():
-        commit = str(json.loads(Path(record).read_text())["commit"])
+        try:
+            commit = str(json.loads(Path(record).read_text())["commit"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{record}: unreadable download record ({exc!r}); delete it and rerun snakemake") from None
     else:
         ref = HubDownload(source.location, source.revision or "main", tokenizer_only=True,
                           trust_remote_code=source.trust_remote_code, allow_pickle=False)  # fmt: skip
