@@ -447,6 +447,16 @@ def test_a_truncated_rank_sidecar_is_refused_naming_it(tmp_path: Path) -> None:
         load_rank_arrays(path, meta_path)
 
 
+def test_a_truncated_token_table_sidecar_is_refused_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "tok.npz"
+    save_token_table(TokenTable(np.array([0, 1, 4], np.uint8), np.array([1, 2, 0], np.int64)), path, "tok")
+    assert load_token_table(path).n_bytes.tolist() == [1, 2, 0]
+    sidecar = Path(f"{path}.json")
+    sidecar.write_bytes(sidecar.read_bytes()[:20])
+    with pytest.raises(ValueError, match=re.escape(f"{sidecar}: unreadable sidecar of token table {path} (")):
+        load_token_table(path)
+
+
 def test_a_summary_with_a_flipped_digit_is_refused_naming_it(tmp_path: Path) -> None:
     """A summary reads back as written; one digit changed (valid JSON still) is refused; one written before the
     summary recorded its own checksum is still read."""

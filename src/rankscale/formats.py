@@ -22,7 +22,7 @@ CORPUS_FORMAT = FormatVersion(version=1, code="f36c99be806abca9", scripts=("corp
 # (a GPU's float32 head from the tensor cores, the float32 head up to its sums' order; the summaries' documents: same version)
 # (the fused rank kernel: the float32 head up to its sums' order, at near ties only: same version)
 # (the token file's and rank array's sidecars record a hub tokenizer's commit, and extraction checks it: same version)
-RANK_FORMAT = FormatVersion(version=2, code="cc11531fd7527b5c", scripts=("tokenize", "extract"))
+RANK_FORMAT = FormatVersion(version=2, code="2835569dcfdcb757", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
     version=1, code="a5822a4b4125c43b", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )

@@ -228,7 +228,7 @@ def load_token_table(path: str | Path) -> TokenTable:
     """A token table written by `save_token_table`; refused if an older rankscale's (other kinds, no byte lengths) or
     unlike the checksum its sidecar records (a truncated or bit-flipped copy would shift kinds and byte lengths)."""
     sidecar = Path(f"{path}.json")
-    recorded = json.loads(sidecar.read_text()).get("sha256") if sidecar.is_file() else None
+    recorded = table_sidecar(path).get("sha256")
     if recorded is not None and sha256_file(path) != recorded:
         raise ValueError(f"{path}: checksum does not match its sidecar {sidecar} (truncated or replaced file?); "
                          "delete both and rerun snakemake")  # fmt: skip
@@ -242,10 +242,26 @@ def load_token_table(path: str | Path) -> TokenTable:
         return TokenTable(data["kinds"], data["n_bytes"])
 
 
+def table_sidecar(path: str | Path) -> dict[str, Any]:
+    """A token table's sidecar ({} where there is none); a truncated or damaged one is refused naming it."""
+    sidecar = Path(f"{path}.json")
+    if not sidecar.is_file():
+        return {}
+    try:
+        meta = json.loads(sidecar.read_text())
+    except (OSError, ValueError) as exc:
+        meta = exc
+    if not isinstance(meta, dict):
+        raise ValueError(
+            f"{sidecar}: unreadable sidecar of token table {path} ({meta!r}); delete both and rerun snakemake"
+        )
+    return meta
+
+
 def check_token_table(table_path: str | Path, rank_meta: Mapping[str, Any], rank_path: str | Path) -> None:
     """Refuse a token table (kinds, byte lengths) of another tokenizer commit or content than a rank array's."""
     sidecar = Path(f"{table_path}.json")
-    table = json.loads(sidecar.read_text()) if sidecar.is_file() else {}
+    table = table_sidecar(table_path)
     for key, what in ((TOKENIZER_COMMIT, "commit"), (TOKENIZER_SHA, "content fingerprint")):
         ours, theirs = table.get(key), rank_meta.get(key)
         if ours is not None and theirs is not None and ours != theirs:

@@ -49,7 +49,8 @@ bootstrap = Bootstrap(
 vocab = min(int(m["vocab_size"]) for m in metas)
 ks = [k for k in settings["ks"] if k <= vocab]
 table = load_token_table(inputs.token_table[ref])
-check_token_table(inputs.token_table[ref], metas[ref], inputs.ranks[ref])  # of the rank array's tokenizer
+for i in range(len(models)):  # each model's token table is its rank array's tokenizer's
+    check_token_table(inputs.token_table[i], metas[i], inputs.ranks[i])
 result = trajectories(family, dataset, models, read, bootstrap, ks, StrataSettings.from_params(settings["strata"]),
                       identities[ref].windows, table.kinds)  # fmt: skip
 save(result, snakemake.output.counts, snakemake.output.meta)
