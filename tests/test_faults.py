@@ -29,7 +29,7 @@ from rankscale.identity import OWN_SHA
 from rankscale.layout import Layout
 from rankscale.plan import ladder_dir
 from rankscale.plots import FIGURES
-from rankscale.rankfile import RankArrays
+from rankscale.rankfile import RankArrays, RankFileError, load_rank_arrays, save_rank_arrays
 from rankscale.strata import StrataSettings
 from rankscale.summary import (
     ModelInfo,
@@ -424,6 +424,37 @@ def test_a_token_file_unlike_its_sidecar_is_refused_naming_it(tmp_path: Path) ->
     Path(f"{path}.json").unlink()
     with pytest.raises(ValueError, match=re.escape(f"{path}.json: unreadable sidecar of {path}")):
         load_tokens(path)
+
+
+def test_a_truncated_rank_sidecar_is_refused_naming_it(tmp_path: Path) -> None:
+    """A rank array's sidecar cut short (a killed copy, a bad DVC pull) is refused naming it, not a JSONDecodeError."""
+    rank = np.array([1, 3, 2, 7], np.uint32)
+    arrays = RankArrays(rank, -np.log(rank).astype(np.float32), np.zeros(4, np.uint32), np.arange(1, 5, dtype=np.uint32),
+                        np.zeros(4, np.uint32))  # fmt: skip
+    path, meta_path = tmp_path / "d-k.npz", tmp_path / "d-k.json"
+    save_rank_arrays(arrays, path, meta_path, {"vocab_size": 8, "model": "m"})
+    np.testing.assert_array_equal(load_rank_arrays(path, meta_path)[0].rank, rank)
+    whole = meta_path.read_bytes()
+    for cut in (whole[: len(whole) // 2], b"", b"[1, 2]"):  # cut short, emptied, valid JSON but not a sidecar
+        meta_path.write_bytes(cut)
+        unreadable = re.escape(f"{meta_path}: unreadable sidecar of rank array {path} (")
+        with pytest.raises(RankFileError, match=unreadable) as err:
+            load_rank_arrays(path, meta_path)
+        assert str(err.value).endswith("restore both (dvc pull), or delete both and rerun snakemake, which extracts "
+                                       "the array again")  # fmt: skip
+    meta_path.unlink()
+    with pytest.raises(RankFileError, match=re.escape(f"{meta_path}: unreadable sidecar of rank array {path}")):
+        load_rank_arrays(path, meta_path)
+
+
+def test_a_truncated_token_table_sidecar_is_refused_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "tok.npz"
+    save_token_table(TokenTable(np.array([0, 1, 4], np.uint8), np.array([1, 2, 0], np.int64)), path, "tok")
+    assert load_token_table(path).n_bytes.tolist() == [1, 2, 0]
+    sidecar = Path(f"{path}.json")
+    sidecar.write_bytes(sidecar.read_bytes()[:20])
+    with pytest.raises(ValueError, match=re.escape(f"{sidecar}: unreadable sidecar of token table {path} (")):
+        load_token_table(path)
 
 
 def test_a_summary_with_a_flipped_digit_is_refused_naming_it(tmp_path: Path) -> None:

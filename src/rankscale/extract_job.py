@@ -37,6 +37,8 @@ from rankscale.models import (
 )
 from rankscale.params import count_parameters
 from rankscale.rankfile import RankArrays
+from rankscale.token_kinds import TOKENIZER_COMMIT
+from rankscale.tokenizer_pin import check_token_file, extraction_commit
 from rankscale.tokens import load_tokens, tokenizer_fingerprint
 from rankscale.windows import plan_windows
 
@@ -93,11 +95,19 @@ def run(
         # a branch (`main`) read once, at download: the model and a tokenizer of its own repository at that commit
         source = replace(source, **{"tokenizer_revision" if record["tokenizer_only"] else "revision": commit})
     token_meta = json.loads(Path(f"{tokens_path}.json").read_text())
+    # the token file's tokenizer commit must be the one the download pinned (rankscale.tokenizer_pin); one written
+    # before commits were recorded has its tokenizer's content checked, below
+    commit, record = extraction_commit(ModelSource(**job["source"]), downloads)
+    check_token_file(token_meta, tokens_path, commit, record, name)
     tokenizer = load_tokenizer(source)
     vocab_size = len(tokenizer)
     upstream = Upstream.of_token_file(token_meta)
     if tokenizer_fingerprint(tokenizer) != upstream.tokenizer:
-        raise ValueError(f"{tokens_path}: tokenized with a different tokenizer than model {name!r} uses")
+        at = f" at commit {commit} ({record})" if commit else ""
+        raise ValueError(
+            f"{tokens_path}: tokenized with a different tokenizer than model {name!r} uses{at}; delete {tokens_path} "
+            f"and {tokens_path}.json and rerun snakemake"
+        )
     device = resolve_device(runtime["device"])
     max_memory = None
     wanted = (runtime["gpus"] if runtime["device_map"] else 1) if device.type == "cuda" and device.index is None else 0
@@ -169,6 +179,7 @@ def run(
         "dataset": dataset,
         "tokenizer_key": job["tokenizer_key"],
         **upstream.sidecar(),
+        **({TOKENIZER_COMMIT: commit} if commit else {}),  # a hub tokenizer's: what its token table is checked against
         "dataset_revision": token_meta.get("dataset_revision"),
         # each document began with the special tokens its tokenizer puts before the text (e.g. a BOS), or not
         "add_special_tokens": token_meta.get("add_special_tokens"),

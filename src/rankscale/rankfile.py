@@ -42,11 +42,28 @@ def save_rank_arrays(arrays: RankArrays, path: str | Path, meta_path: str | Path
     write_json(meta_path, {**meta, "n_tokens": int(arrays.rank.size), OWN_SHA: sha256_file(path)})
 
 
+def read_sidecar(path: str | Path, meta_path: str | Path) -> dict[str, Any]:
+    """A rank array's sidecar; a truncated, emptied or missing one (a killed copy, a bad DVC pull) is refused naming
+    both files, never a bare JSONDecodeError."""
+    try:
+        meta = json.loads(Path(meta_path).read_text())
+    except (OSError, ValueError) as exc:
+        meta, problem = None, str(exc)
+    else:
+        problem = f"holds {type(meta).__name__}, not a JSON object"
+    if not isinstance(meta, dict):
+        raise RankFileError(
+            f"{meta_path}: unreadable sidecar of rank array {path} ({problem}); restore both (dvc pull), or delete "
+            "both and rerun snakemake, which extracts the array again"
+        )
+    return meta
+
+
 def load_rank_arrays(
     path: str | Path, meta_path: str | Path, verify_checksum: bool = True
 ) -> tuple[RankArrays, dict[str, Any]]:
     """Load and check against the sidecar: fields, dtypes, lengths, checksum, rank range."""
-    meta = json.loads(Path(meta_path).read_text())
+    meta = read_sidecar(path, meta_path)
     if verify_checksum and sha256_file(path) != meta.get(OWN_SHA):
         raise RankFileError(f"{path}: checksum does not match its sidecar {meta_path} (truncated or replaced file?)")
     try:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -40,7 +41,11 @@ from typing import Any
 import numpy as np
 
 from rankscale.atomic import sha256_file, write_json, write_npz
+from rankscale.identity import TOKENIZER_SHA
 
+# the hub commit a tokenizer was loaded at, in the sidecars of token files, token tables and rank arrays (absent:
+# a local tokenizer, or a file written before it was recorded): rankscale.tokenizer_pin
+TOKENIZER_COMMIT = "tokenizer_commit"
 KINDS: tuple[str, ...] = ("whitespace", "word", "number", "punctuation", "other")
 KIND_INDEX = {kind: i for i, kind in enumerate(KINDS)}
 BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
@@ -204,11 +209,15 @@ def byte_table(tokenizer: Any) -> np.ndarray:
     return token_table(tokenizer).n_bytes
 
 
-def save_token_table(table: TokenTable, path: str | Path, tokenizer: str) -> None:
-    """Write a tokenizer's token table (atomically), with the kinds' names so a reader checks what the codes mean."""
+def save_token_table(
+    table: TokenTable, path: str | Path, tokenizer: str, provenance: Mapping[str, str | None] | None = None
+) -> None:
+    """Write a tokenizer's token table (atomically), with the kinds' names so a reader checks what the codes mean;
+    `provenance`: its tokenizer's fingerprint and hub commit (`check_token_table` compares them with a rank array's)."""
     write_npz(path, kinds=table.kinds.astype(np.uint8), names=np.array(KINDS), n_bytes=table.n_bytes.astype(np.int64),
               format=np.array(TOKEN_TABLE_FORMAT))  # fmt: skip
-    write_json(f"{path}.json", {"tokenizer": tokenizer, "vocab_size": int(table.kinds.size), "format": TOKEN_TABLE_FORMAT,
+    write_json(f"{path}.json", {"tokenizer": tokenizer, **(provenance or {}), "vocab_size": int(table.kinds.size),
+                                "format": TOKEN_TABLE_FORMAT,
                                 "sha256": sha256_file(path),  # the table's checksum: a damaged copy is refused
                                 "counts": {k: int((table.kinds == i).sum()) for i, k in enumerate(KINDS)},
                                 "text_bytes": {"max": int(table.n_bytes.max(initial=0)),
@@ -219,7 +228,7 @@ def load_token_table(path: str | Path) -> TokenTable:
     """A token table written by `save_token_table`; refused if an older rankscale's (other kinds, no byte lengths) or
     unlike the checksum its sidecar records (a truncated or bit-flipped copy would shift kinds and byte lengths)."""
     sidecar = Path(f"{path}.json")
-    recorded = json.loads(sidecar.read_text()).get("sha256") if sidecar.is_file() else None
+    recorded = table_sidecar(path).get("sha256")
     if recorded is not None and sha256_file(path) != recorded:
         raise ValueError(f"{path}: checksum does not match its sidecar {sidecar} (truncated or replaced file?); "
                          "delete both and rerun snakemake")  # fmt: skip
@@ -231,3 +240,33 @@ def load_token_table(path: str | Path) -> TokenTable:
             raise ValueError(f"{path}: token table format {version}, not {TOKEN_TABLE_FORMAT} (this rankscale's, with "
                              "each token's byte length); delete it and rerun")  # fmt: skip
         return TokenTable(data["kinds"], data["n_bytes"])
+
+
+def table_sidecar(path: str | Path) -> dict[str, Any]:
+    """A token table's sidecar ({} where there is none); a truncated or damaged one is refused naming it."""
+    sidecar = Path(f"{path}.json")
+    if not sidecar.is_file():
+        return {}
+    try:
+        meta = json.loads(sidecar.read_text())
+    except (OSError, ValueError) as exc:
+        meta = exc
+    if not isinstance(meta, dict):
+        raise ValueError(
+            f"{sidecar}: unreadable sidecar of token table {path} ({meta!r}); delete both and rerun snakemake"
+        )
+    return meta
+
+
+def check_token_table(table_path: str | Path, rank_meta: Mapping[str, Any], rank_path: str | Path) -> None:
+    """Refuse a token table (kinds, byte lengths) of another tokenizer commit or content than a rank array's."""
+    sidecar = Path(f"{table_path}.json")
+    table = table_sidecar(table_path)
+    for key, what in ((TOKENIZER_COMMIT, "commit"), (TOKENIZER_SHA, "content fingerprint")):
+        ours, theirs = table.get(key), rank_meta.get(key)
+        if ours is not None and theirs is not None and ours != theirs:
+            raise ValueError(
+                f"{table_path}: token table of tokenizer {table.get('tokenizer')!r} at {what} {ours}, but rank "
+                f"array {rank_path} was scored with its {what} {theirs}: its token kinds and bits per byte would be "
+                f"another tokenizer's. Delete {table_path} and {sidecar} and rerun snakemake"
+            )

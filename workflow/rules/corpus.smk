@@ -31,6 +31,7 @@ rule tokenize:
         source=lambda wc: tokenize_source(PLAN, wc.tok),  # what the tokenizer is (a local one: its content)
         load=lambda wc, output: tokenizer_params(TOKENIZERS[wc.tok], wc.tok),  # where it loads from: derived
         models=lambda wc, output: tokenizer_users(wc.tok),
+        pin=lambda wc, output: pin_record(TOKENIZERS[wc.tok]),  # read if there when it runs: derived, reruns nothing
         dataset=lambda wc, output: dataset(wc),
         add_special_tokens=config["tokenization"]["add_special_tokens"],
         # the per-tokenizer cap it was (datasets now cap their corpus: `max_bytes`), always None: kept so that
@@ -52,6 +53,7 @@ rule token_kinds:
         meta=f"{Layout.TOKEN_KINDS}.npz.json",
     params:
         source=lambda wc: tokenizer_params(TOKENIZERS[wc.tok], wc.tok),
+        pin=lambda wc, output: pin_record(TOKENIZERS[wc.tok]),  # as for tokenize
         code=CODE["token_kinds"],
     log:
         Layout.log("token_kinds", "{tok}"),

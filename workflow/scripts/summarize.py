@@ -14,7 +14,7 @@ from rankscale.logs import setup_logging
 from rankscale.metrics import METRICS
 from rankscale.rankfile import check_provenance, load_rank_arrays
 from rankscale.summary import ModelInfo, Resampling, SummaryPaths, SummarySettings, summarize, write_summary
-from rankscale.token_kinds import load_token_table
+from rankscale.token_kinds import check_token_table, load_token_table
 from rankscale.tokens import corpus_units
 
 log = setup_logging(snakemake.log[0])
@@ -46,6 +46,7 @@ if resampling.n_units < 20:
     )
 identity = RankIdentity.from_params(snakemake.params.identity)
 token_table = load_token_table(snakemake.input.token_table)  # token kinds (the kind stratum), byte lengths (bpb)
+check_token_table(snakemake.input.token_table, meta, snakemake.input.ranks)  # of the rank array's tokenizer
 summary, hist, boot = summarize(
     arrays, meta, settings, resampling, info, identity.windows, token_table.kinds, token_table.n_bytes
 )

@@ -12,7 +12,9 @@ from rankscale.atomic import sha256_file
 from rankscale.corpus import read_jsonl
 from rankscale.identity import token_file_hashes
 from rankscale.logs import setup_logging
-from rankscale.models import ModelSource, load_tokenizer
+from rankscale.models import ModelSource
+from rankscale.token_kinds import TOKENIZER_COMMIT
+from rankscale.tokenizer_pin import load_pinned
 from rankscale.tokens import save_tokens, tokenize_documents, tokenizer_fingerprint
 
 log = setup_logging(snakemake.log[0])
@@ -20,7 +22,10 @@ log = setup_logging(snakemake.log[0])
 # params, what it is (a local tokenizer by its content) with the rank format version, which reruns tokenization
 source = ModelSource(**snakemake.params.load, tokenizer_revision=None)
 where = f"{source.tokenizer_location}@{source.tokenizer_ref}" if source.tokenizer_ref else source.tokenizer_location
-tokenizer = load_tokenizer(source, label=f"tokenizer of models {snakemake.params.models} ({where})")
+# a hub tokenizer at the commit its model's download pinned, if downloaded yet (rankscale.tokenizer_pin)
+tokenizer, commit = load_pinned(
+    source, snakemake.params.pin, f"tokenizer of models {snakemake.params.models} ({where})"
+)
 docs = read_jsonl(snakemake.input.corpus)
 corpus, counts = tokenize_documents(docs, tokenizer, add_special_tokens=snakemake.params.add_special_tokens)
 if counts["documents"] == 0:
@@ -28,6 +33,7 @@ if counts["documents"] == 0:
 meta = {
     "tokenizer": source.tokenizer_location,
     "tokenizer_key": snakemake.wildcards.tok,
+    **({TOKENIZER_COMMIT: commit} if commit else {}),
     **token_file_hashes(tokenizer_fingerprint(tokenizer), sha256_file(snakemake.input.corpus)),
     "vocab_size": len(tokenizer),
     "dataset": snakemake.params.dataset,

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from rankscale.identity import RankIdentity
 from rankscale.logs import setup_logging
-from rankscale.rankfile import check_provenance, load_rank_arrays
+from rankscale.rankfile import check_provenance, load_rank_arrays, read_sidecar
 from rankscale.strata import StrataSettings
-from rankscale.token_kinds import load_token_table
+from rankscale.token_kinds import check_token_table, load_token_table
 from rankscale.tokens import corpus_units
 from rankscale.trajectories import Bootstrap, TrackedModel, save, trajectories
 
@@ -23,7 +23,7 @@ family, dataset = snakemake.wildcards.family, snakemake.wildcards.dataset
 settings = snakemake.params.settings
 entries = snakemake.params.models
 inputs = snakemake.input
-metas = [json.loads(Path(p).read_text()) for p in inputs.meta]
+metas = [read_sidecar(r, p) for r, p in zip(inputs.ranks, inputs.meta, strict=True)]
 tokens_metas = [json.loads(Path(p).read_text()) for p in inputs.tokens_meta]
 models = [TrackedModel.of(e["name"], e["info"], meta["S"]) for e, meta in zip(entries, metas, strict=True)]
 identities = [RankIdentity.from_params(e["identity"]) for e in entries]
@@ -49,6 +49,8 @@ bootstrap = Bootstrap(
 vocab = min(int(m["vocab_size"]) for m in metas)
 ks = [k for k in settings["ks"] if k <= vocab]
 table = load_token_table(inputs.token_table[ref])
+for i in range(len(models)):  # each model's token table is its rank array's tokenizer's
+    check_token_table(inputs.token_table[i], metas[i], inputs.ranks[i])
 result = trajectories(family, dataset, models, read, bootstrap, ks, StrataSettings.from_params(settings["strata"]),
                       identities[ref].windows, table.kinds)  # fmt: skip
 save(result, snakemake.output.counts, snakemake.output.meta)
