@@ -15,6 +15,14 @@ with three models of the scatter:
     python benchmarks/joint_coverage.py [--sims 2000] [--replicates 400] [--cells NAME ...]
 
 Prints each cell's coverage of the planted alpha and beta with its Monte Carlo standard error, and mean widths.
+
+`--run DIR` (a finished default run's results/, with summary/ and <config>/tables/) plants instead on the run's own
+design: its 18 (S, D) points of one dataset's CE, the joint law joint_fits.csv fitted there (HumanEval: alpha 0.0295,
+near its bound 0), and the document covariance of its own paired replicates (from the summaries' .boot.npz). There
+an interval that runs into both ends of alpha's domain [0, 5] is what joint_fits.csv marks not identified; the
+coverage counts it as covering (it claims nothing), and `identified` is the coverage of the others.
+
+    python benchmarks/joint_coverage.py --run results --config default --dataset humaneval --cells "runs only"
 """
 
 from __future__ import annotations
@@ -22,8 +30,10 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from rankscale.laws import FORMS, JointLaw, Points
 from rankscale.laws.random_effects import size_matrix
@@ -55,12 +65,54 @@ def document_covariance() -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class Design:
+    """Where a simulation plants its law: the points (S, D), each point's run, the truth and the documents' V."""
+
+    S: np.ndarray
+    D: np.ndarray
+    runs: list[str]
+    truth: JointLaw
+    V: np.ndarray
+
+
+def ladder_design() -> Design:
+    """The default ladder's sizes and checkpoints around `TRUTH`, with `document_covariance`."""
+    S, D = np.repeat(SIZES, len(TOKENS)), np.tile(TOKENS, len(SIZES))
+    return Design(S, D, [str(s) for s in S], TRUTH, document_covariance())
+
+
+def run_design(results: Path, config: str, dataset: str) -> Design:
+    """A finished run's own design for CE on `dataset`: its points with a D, the law joint_fits.csv fitted to them,
+    and the covariance of log CE over the summaries' paired document replicates."""
+    tables = results / config / "tables"
+    metrics = pd.read_csv(tables / "metrics.csv")
+    rows = metrics[(metrics["dataset"] == dataset) & (metrics["metric"] == "ce") & metrics["D"].notna()]
+    fits = pd.read_csv(tables / "joint_fits.csv")
+    fit = fits[(fits["dataset"] == dataset) & (fits["metric"] == "ce")]
+    if rows.empty or fit.empty:
+        raise SystemExit(f"{tables}: no CE points with D, or no joint law, on {dataset}")
+    logs = []
+    for model in rows["model"]:
+        found = sorted((results / "summary" / model).glob(f"{dataset}-*.boot.npz"))
+        if not found:
+            raise SystemExit(f"{results / 'summary' / model}: no {dataset} summary")
+        with np.load(found[0]) as boot:
+            logs.append(np.log(-boot["rep_sum_logprob"] / boot["rep_n"]))
+    V = np.cov(np.stack(logs, axis=1), rowvar=False)
+    return Design(rows["S"].to_numpy(np.float64), rows["D"].to_numpy(np.float64), list(rows["replica_of"].astype(str)),
+                  JointLaw.from_row(fit.iloc[0]), V)  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Coverage:
-    """One cell and model of the scatter: coverage of the planted exponents and the intervals' mean widths."""
+    """One cell and model of the scatter: coverage of the planted exponents, the intervals' mean widths, the share
+    of alpha's intervals spanning its whole domain (not identified) and the coverage of the others."""
 
     covered: dict[str, float]
     width: dict[str, float]
     sims: int
+    spanning: float = 0.0
+    identified: float = float("nan")
 
     def line(self, name: str) -> str:
         parts = []
@@ -68,23 +120,31 @@ class Coverage:
             c = self.covered[p]
             se = np.sqrt(c * (1 - c) / self.sims)
             parts.append(f"{p} {c:.1%} +/- {se:.1%} (width {self.width[p]:.3f})")
+        n = round(self.sims * (1 - self.spanning))
+        se = np.sqrt(self.identified * (1 - self.identified) / n) if n else float("nan")
+        parts.append(f"alpha spans [0, 5] in {self.spanning:.1%}, the other {n} cover {self.identified:.1%} +/- {se:.1%}")
         return f"{name:>10}: " + "; ".join(parts)
 
 
 def simulate(cell: tuple[float, float], sims: int, replicates: int, seed: int,
-             models: tuple[str, ...] = MODELS) -> dict[str, Coverage]:  # fmt: skip
+             models: tuple[str, ...] = MODELS, design: Design | None = None) -> dict[str, Coverage]:  # fmt: skip
+    design = design or ladder_design()
     rng = np.random.default_rng(seed)
-    S, D = np.repeat(SIZES, len(TOKENS)), np.tile(TOKENS, len(SIZES))
+    S, D, runs = design.S, design.D, design.runs
     points = Points.joint(S, D)
-    runs = [str(s) for s in S]
-    kinds = {"run+point": (size_matrix(runs), np.eye(len(S))), "point": (np.eye(len(S)),), "run": (size_matrix(runs),)}
-    chol = np.linalg.cholesky(document_covariance())
-    truth = np.log(TRUTH.at(S, D))
+    K_run = size_matrix(runs)
+    kinds = {"run+point": (K_run, np.eye(len(S))), "point": (np.eye(len(S)),), "run": (K_run,)}
+    chol = np.linalg.cholesky(design.V)
+    truth = np.log(design.truth.at(S, D))
+    run_index = np.unique(runs, return_inverse=True)[1]
     tau_run, tau_point = cell
     hits = {m: {"alpha": 0, "beta": 0} for m in models}
     widths = {m: {"alpha": 0.0, "beta": 0.0} for m in models}
+    spans = dict.fromkeys(models, 0)
+    inside = dict.fromkeys(models, 0)
+    low_end, high_end = JOINT.bounds["alpha"].low, JOINT.bounds["alpha"].high
     for i in range(sims):
-        run_dev = np.repeat(tau_run * rng.standard_normal(len(SIZES)), len(TOKENS))
+        run_dev = (tau_run * rng.standard_normal(run_index.max() + 1))[run_index]
         log_y = truth + run_dev + tau_point * rng.standard_normal(len(S)) + chol @ rng.standard_normal(len(S))
         y = np.exp(log_y)
         reps = np.exp(log_y[None, :] + rng.standard_normal((replicates, len(S))) @ chol.T)
@@ -94,10 +154,16 @@ def simulate(cell: tuple[float, float], sims: int, replicates: int, seed: int,
             refitted = JOINT.fit_replicates(points, honest.replicates, law, 0)
             for p in ("alpha", "beta"):
                 low, high = np.nanquantile(refitted[p], [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-                hits[model][p] += int(low <= getattr(TRUTH, p) <= high)
+                hit = int(low <= getattr(design.truth, p) <= high)
+                hits[model][p] += hit
                 widths[model][p] += float(high - low)
+                if p == "alpha":
+                    spanning = low <= low_end and high >= high_end
+                    spans[model] += int(spanning)
+                    inside[model] += 0 if spanning else hit
     return {
-        m: Coverage({p: v / sims for p, v in hits[m].items()}, {p: v / sims for p, v in widths[m].items()}, sims)
+        m: Coverage({p: v / sims for p, v in hits[m].items()}, {p: v / sims for p, v in widths[m].items()}, sims,
+                    spans[m] / sims, inside[m] / (sims - spans[m]) if sims > spans[m] else float("nan"))  # fmt: skip
         for m in models
     }
 
@@ -109,10 +175,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20261127)
     parser.add_argument("--cells", nargs="+", choices=list(CELLS), default=list(CELLS))
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    parser.add_argument("--run", type=Path, help="a finished run's results/: plant on its own design")
+    parser.add_argument("--config", default="default")
+    parser.add_argument("--dataset", default="humaneval")
     args = parser.parse_args()
+    design = run_design(args.run, args.config, args.dataset) if args.run else None
+    if design is not None:
+        print(f"{args.run}/{args.config}, {args.dataset} CE: {design.truth}")
     for offset, name in enumerate(args.cells):
         started = time.perf_counter()
-        result = simulate(CELLS[name], args.sims, args.replicates, args.seed + offset, tuple(args.models))
+        result = simulate(CELLS[name], args.sims, args.replicates, args.seed + offset, tuple(args.models), design)
         tau_run, tau_point = CELLS[name]
         print(f"{name} (tau_run {tau_run}, tau_point {tau_point}; {args.sims} simulations, "
               f"{time.perf_counter() - started:.0f} s)")  # fmt: skip
