@@ -242,11 +242,12 @@ def law_parameters(
     return out, unidentified
 
 
-def with_intervals(value: float, samples: np.ndarray, level: float, name: str,
-                   n_eff: float = math.inf) -> dict[str, float]:  # fmt: skip
-    """`name`, `name_ci_low`, `name_ci_high`: a value and the percentile interval of its replicates (expanded for
-    `n_eff` effective documents where it is one model's: `rankscale.bootstrap.expanded_level`)."""
-    low, high = interval(samples, level, value, n_eff=n_eff)
+def with_intervals(value: float, samples: np.ndarray, level: float, name: str) -> dict[str, float]:
+    """`name`, `name_ci_low`, `name_ci_high`: a value and the percentile interval of its replicates, for quantities
+    of several models (a law's parameters refitted with the sizes' scatter, whose coverage benchmarks/RESULTS.md
+    measures). One model's statistics over its documents take `rankscale.intervals` instead (a ratio's
+    cluster-robust t, BCa), never an expanded percentile."""
+    low, high = interval(samples, level, value)
     return {name: value, f"{name}_ci_low": float(low), f"{name}_ci_high": float(high)}
 
 

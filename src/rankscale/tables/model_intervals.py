@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from rankscale.intervals import BIAS_LIMIT, ModelInterval, bca, cr2_t, unreliable_design
+from rankscale.intervals import BIAS_LIMIT, ModelInterval, bca, cr2_intervals, unreliable_design
 from rankscale.metrics import Metric
 from rankscale.statistics import Totals
 from rankscale.summary import Summary, left_out
@@ -55,17 +55,14 @@ def bootstrap_interval(summary: Summary, name: str, reps: np.ndarray, value: flo
 
 
 def ratio_intervals(metric: Metric, units: Totals, values: np.ndarray, level: float) -> list[ModelInterval]:
-    """`rankscale.intervals.cr2_t` of a ratio metric from its units' own sums: exact arithmetic (no Monte Carlo
-    error); equal rates in every document (RBP_|V| = 1) give the point as its interval."""
+    """`rankscale.intervals.cr2_intervals` of a ratio metric from its units' own rates (`Metric.compute` of each
+    unit's sums): exact arithmetic (no Monte Carlo error); equal rates in every document (RBP_|V| = 1) give the
+    point as its interval."""
     assert metric.weight is not None
     weight = np.asarray(units[metric.weight], dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         rates = np.asarray(metric.compute(units), dtype=np.float64).reshape(len(weight), -1)
-    rates = np.where(weight[:, None] > 0, rates, 0.0)
-    low, high, df = cr2_t(rates, weight / weight.sum(), values, level)
-    note = "" if np.isfinite(df) else "fewer than two documents: no interval"
-    return [ModelInterval(float(lo), float(hi), 0.0 if np.isfinite(df) else math.nan, note)
-            for lo, hi in zip(low, high, strict=True)]  # fmt: skip
+    return cr2_intervals(rates, weight, values, level)
 
 
 # why a rank-histogram statistic's BCa interval is never marked reliable (benchmarks/RESULTS.md)
