@@ -142,3 +142,31 @@ def test_emergence_and_rank_tests_hold_their_points_and_ratios_are_cluster_robus
     hits = np.asarray(units["hits"])[:, k_index] / np.asarray(units[TOKENS])
     half = stats.t.ppf(0.975, len(hits) - 1) * hits.std(ddof=1) / np.sqrt(len(hits))
     assert row["predicted_ci_high"] == pytest.approx((hits.mean() + half) ** row["N"], rel=1e-9)
+
+
+def test_strata_intervals_are_the_documents_own_and_hold_their_points() -> None:
+    """strata.csv from summaries with two stratum kinds: no point on or outside its interval, and a stratum's share
+    of the tokens over equally long documents has Student's t interval of the documents' own shares."""
+    from rankscale.statistics import STRATA_TOKENS, TOKENS
+    from tests.test_table_headers import summaries_of
+
+    summaries, replicates = summaries_of([(name, info, S, mu) for name, info, S, mu in default_like_models()],
+                                         ["frequency"])  # fmt: skip
+    settings = TableSettings(level=0.95, law_k=[1, 10], law_form="power_law", forms=None, refits=200, seed=0)
+    strata = build_table("strata", summaries, {}, settings, replicates)
+    assert not strata.empty and points_off_their_interval(strata) == []
+    assert strata["ci_low"].notna().mean() > 0.9
+    s = summaries[0]
+    units = replicates.units[s.key]
+    shares = np.asarray(units[STRATA_TOKENS])[:, 0] / np.asarray(units[TOKENS])
+    half = stats.t.ppf(0.975, len(shares) - 1) * shares.std(ddof=1) / np.sqrt(len(shares))
+    row = strata[(strata["model"] == s.model) & (strata["stratum"] == s.strata_columns[0].label)].iloc[0]
+    assert (row["share_ci_low"], row["share_ci_high"]) == pytest.approx(
+        (shares.mean() - half, shares.mean() + half), rel=1e-9)  # fmt: skip
+
+
+def default_like_models() -> list:
+    """The default-shaped run's three sizes (`tests.test_table_headers.default_like`), as models."""
+    from tests.test_table_headers import final
+
+    return [final(name, "f", S, mu) for name, S, mu in [("a", 10**6, 3.0), ("b", 10**7, 2.6), ("c", 10**8, 2.2)]]
