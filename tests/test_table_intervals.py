@@ -170,3 +170,26 @@ def default_like_models() -> list:
     from tests.test_table_headers import final
 
     return [final(name, "f", S, mu) for name, S, mu in [("a", 10**6, 3.0), ("b", 10**7, 2.6), ("c", 10**8, 2.2)]]
+
+
+def test_cross_family_observed_value_has_metrics_csv_interval() -> None:
+    """cross_family.csv's measured value of a family of one model: metrics.csv's interval of it, carried into the
+    law's units (-log RBP_k: ends swapped), its point strictly inside."""
+    from rankscale.metrics import METRICS
+    from tests.test_table_headers import everything
+
+    summaries, replicates = everything()
+    settings = TableSettings(level=0.95, law_k=[1, 10], law_form="power_law", forms=None, refits=100, seed=0)
+    metrics = build_table("metrics", summaries, {}, settings, replicates)
+    fits = build_table("powerlaw_fits", summaries, {"metrics": metrics}, settings, replicates)
+    cross = build_table("cross_family", summaries, {"metrics": metrics, "powerlaw_fits": fits}, settings, replicates)
+    rows = cross[cross["observed_ci_low"].notna()]
+    assert not rows.empty and points_off_their_interval(cross) == []
+    for row in rows.itertuples():
+        name = "ce" if row.metric == "ce" else "rbp"
+        same = (metrics["model"] == row.model) & (metrics["dataset"] == row.dataset) & (metrics["metric"] == name)
+        if name == "rbp":
+            same &= metrics["k"] == row.k
+        m = metrics[same].iloc[0]
+        ends = sorted(METRICS[name].to_law(np.array([m["ci_low"], m["ci_high"]])))
+        assert (row.observed_ci_low, row.observed_ci_high) == pytest.approx(tuple(ends), rel=1e-12)

@@ -65,6 +65,19 @@ def ratio_intervals(metric: Metric, units: Totals, values: np.ndarray, level: fl
     return cr2_intervals(rates, weight, values, level)
 
 
+def one_model_interval(replicates: Replicates, model: str, dataset: str, metric: Metric, k: int | None,
+                       level: float) -> ModelInterval | None:  # fmt: skip
+    """One model's interval of a ratio metric (at k) as metrics.csv gives it (`ratio_intervals`), where its
+    documents' sums are loaded; None otherwise."""
+    units = replicates.units.get((model, dataset))
+    if units is None or metric.weight is None:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = np.atleast_1d(metric.compute(Totals({n: np.asarray(v).sum(axis=0) for n, v in units.items()})))
+    found = ratio_intervals(metric, units, values, level)
+    return found[replicates.column(model, dataset, k) if k is not None else 0]
+
+
 # why a rank-histogram statistic's BCa interval is never marked reliable (benchmarks/RESULTS.md)
 BCA_SHORT = ("BCa of a rank-histogram statistic covered 79-96% on the run's own documents (the lognormal's entropy "
              "91-93% on HumanEval's): read it as a lower bound on the uncertainty")  # fmt: skip
