@@ -193,3 +193,14 @@ def test_cross_family_observed_value_has_metrics_csv_interval() -> None:
         m = metrics[same].iloc[0]
         ends = sorted(METRICS[name].to_law(np.array([m["ci_low"], m["ci_high"]])))
         assert (row.observed_ci_low, row.observed_ci_high) == pytest.approx(tuple(ends), rel=1e-12)
+
+
+def test_bca_acceleration_is_scale_free_down_to_tiny_rates() -> None:
+    """BCa's acceleration does not depend on the statistic's units: the jackknife of a rate of long runs (values
+    near 1e-120, where d^3 underflows) gives the same as at order 1, not 0 / 0."""
+    from rankscale.intervals import acceleration
+
+    jackknife = np.random.default_rng(3).gamma(2.0, 1.0, 40)
+    assert acceleration(jackknife * 1e-120) == pytest.approx(acceleration(jackknife), rel=1e-9)
+    d = jackknife.mean() - jackknife
+    assert acceleration(jackknife) == pytest.approx((d**3).sum() / (6 * (d**2).sum() ** 1.5), rel=1e-12)

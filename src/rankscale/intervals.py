@@ -130,8 +130,11 @@ def acceleration(jackknife: np.ndarray) -> float:
     if j.size < 2:
         return 0.0
     d = j.mean() - j
-    squares = float((d**2).sum())
-    return float((d**3).sum() / (6.0 * squares**1.5)) if squares > 0 else 0.0
+    scale = float(np.abs(d).max())
+    if not 0.0 < scale < math.inf:
+        return 0.0
+    d = d / scale  # the ratio is scale-free; unscaled, values of 1e-120 (a rate of long runs) underflow to 0 / 0
+    return float((d**3).sum() / (6.0 * float((d**2).sum()) ** 1.5))
 
 
 ONE_SIDED = "bootstrap replicates lie on one side of the estimate"
