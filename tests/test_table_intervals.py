@@ -5,6 +5,8 @@ interval (an interval stretched to reach its estimate is how a biased statistic 
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -100,6 +102,10 @@ def test_the_token_tables_intervals_are_the_documents_own_and_hold_their_points(
         (gained.mean() - half, gained.mean() + half), rel=1e-9)  # fmt: skip
     slopes = tables["token_slopes"].iloc[0]
     assert slopes["sd_ci_low"] < slopes["sd"] < slopes["sd_ci_high"]
+    assert not tables["token_churn"]["note"].fillna("").str.contains("unreliable").any()
+    few = dataclasses.replace(back, n_eff_documents=6.6)  # pydoc's: the tables say its intervals do not hold
+    churn = build_table("token_churn", [], {}, settings, None, [few])
+    assert churn["note"].str.startswith("intervals unreliable: 6.6 effective documents (< 20)").all()
 
 
 def test_a_result_without_the_documents_sums_keeps_bias_corrected_intervals(tmp_path) -> None:
@@ -125,6 +131,7 @@ def test_emergence_and_rank_tests_hold_their_points_and_ratios_are_cluster_robus
     tests = build_table("rank_distribution_tests", summaries, {}, settings, replicates)
     assert points_off_their_interval(emergence) == [] and points_off_their_interval(tests) == []
     assert tests["mean_llr_ci_low"].notna().all() and (tests["mean_llr_ci_mc_error"] == 0).all()
+    assert tests["ci_reliable"].all() and emergence["ci_reliable"].all()  # 29 equal documents: a design that holds
     s = summaries[0]
     units = replicates.units[s.key]
     row = emergence[(emergence["model"] == s.model) & (emergence["k"] == s.emergence_k[-1])
@@ -154,7 +161,7 @@ def test_strata_intervals_are_the_documents_own_and_hold_their_points() -> None:
                                          ["frequency"])  # fmt: skip
     settings = TableSettings(level=0.95, law_k=[1, 10], law_form="power_law", forms=None, refits=200, seed=0)
     strata = build_table("strata", summaries, {}, settings, replicates)
-    assert not strata.empty and points_off_their_interval(strata) == []
+    assert not strata.empty and points_off_their_interval(strata) == [] and strata["ci_reliable"].all()
     assert strata["ci_low"].notna().mean() > 0.9
     s = summaries[0]
     units = replicates.units[s.key]

@@ -19,7 +19,7 @@ from rankscale.report import sections
 from rankscale.statistics import TOKENS
 from rankscale.summary import RankTest, Summary
 from rankscale.tables.base import Replicates, Table, largest, optional_columns, with_intervals
-from rankscale.tables.model_intervals import bootstrap_interval, metric_intervals
+from rankscale.tables.model_intervals import bootstrap_interval, design_columns, metric_intervals
 from rankscale.tables.noise import covariance_df, line_with_sizes
 
 LOGNORMAL = "lognormal"  # the rank test entry of the lognormal itself (the others are its alternatives)
@@ -135,6 +135,7 @@ def rank_tests_table(summaries: Iterable[Summary], replicates: Replicates, level
                     "loglik_alternative": test.loglik,
                     "alternative_params": " ".join(f"{v:.6g}" for v in params),
                     **_llr_interval(s, name, test.mean_llr, samples, replicates, level),
+                    **design_columns(s),
                     "z": test.z,
                     "p_value": test.p_value,
                     "better": verdict,
@@ -260,8 +261,10 @@ TABLES = [
             "``zipf``, a discrete stretched exponential ``stretched_exp``, a discrete truncated "
             "``loglogistic``): log-likelihood per token, Vuong's normalised log-likelihood-ratio test (``z`` > 0 "
             "favours the lognormal; two-sided ``p_value``), and, since tokens of one document are not "
-            "independent, the document-bootstrap interval of the mean log-likelihood ratio (``mean_llr_ci_mc_error``: "
-            "the Monte Carlo standard error of its ends as a share of its width). ``better``: which "
+            "independent, the interval of the mean log-likelihood ratio over documents: the cluster-robust t of the "
+            "documents' own means, as metrics.csv's ratios (``mean_llr_ci_mc_error``: the Monte Carlo standard error "
+            "of its ends as a share of its width, 0 for this exact interval; ``ci_reliable`` / ``ci_note`` as in "
+            "metrics.csv). ``better``: which "
             "one the test prefers at the interval level, or inconclusive. A fit with a parameter at its "
             "optimizer's bound shows it as nan in ``alternative_params``; ``note`` (the last column) says which "
             "fit has which parameter at which bound: the row then compares the limits the fits ran to, not "

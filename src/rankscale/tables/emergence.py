@@ -19,7 +19,7 @@ from rankscale.summary import Summary
 from rankscale.tables.base import Replicates, Table, interval_columns, rows_frame, typed, with_intervals
 from rankscale.tables.distribution import finals_of
 from rankscale.tables.lawkit import exponent_contrast
-from rankscale.tables.model_intervals import ratio_intervals
+from rankscale.tables.model_intervals import design_columns, ratio_intervals
 from rankscale.tables.noise import LawNoise, Noise
 from rankscale.tables.selection import FitIndex, LawKey, size_note
 
@@ -62,6 +62,7 @@ def emergence_table(
             }
             if replicates is not None:
                 row.update(_run_intervals(s, row, replicates, level))
+                row.update(design_columns(s))
             rows.append(row)
     return pd.DataFrame(rows).sort_values(["family", "dataset", "k", "N", "S"], kind="stable").reset_index(drop=True)
 
@@ -199,7 +200,9 @@ TABLES = [
             "entirely inside the top-k; ``predicted`` = RBP_k^N assumes independent positions; ``markov`` = "
             "RBP_k · P(hit | previous hit)^(N-1) a first-order Markov chain of hits; ``fitted`` = "
             "exp(-N C S^-alpha) from the power-law fit; ``ratio_empirical_independent`` how far independence is "
-            "off. Intervals: document bootstrap, percentile."
+            "off. Intervals over the documents: ``empirical`` by the cluster-robust t of the documents' own run "
+            "rates (as metrics.csv's RBP_k), ``predicted`` RBP_k's to the power N, ``markov`` and the ratio by BCa; "
+            "``ci_reliable`` / ``ci_note`` as metrics.csv's for the model's documents."
         ),
     ),
     Table(

@@ -65,6 +65,14 @@ def ratio_intervals(metric: Metric, units: Totals, values: np.ndarray, level: fl
     return cr2_intervals(rates, weight, values, level)
 
 
+def design_columns(summary: Summary) -> dict[str, object]:
+    """`ci_reliable` and `ci_note` of a row of one model's cluster-robust t intervals beside metrics.csv (strata,
+    emergence, the rank tests): False, with why, where its documents are too few or too uneven for them to hold
+    their level (`rankscale.intervals.unreliable_design`), as metrics.csv says of its own."""
+    why = unreliable_design(summary.n_eff_documents, summary.n_documents)
+    return {"ci_reliable": not why, "ci_note": why}
+
+
 def one_model_interval(replicates: Replicates, model: str, dataset: str, metric: Metric, k: int | None,
                        level: float) -> ModelInterval | None:  # fmt: skip
     """One model's interval of a ratio metric (at k) as metrics.csv gives it (`ratio_intervals`), where its

@@ -24,7 +24,7 @@ from rankscale.summary import MODEL_COLUMNS, Summary
 from rankscale.tables.base import Replicates, Table, rows_frame, typed
 from rankscale.tables.lawkit import LAW_SETTINGS, exponent_contrast, fit_or_note
 from rankscale.tables.laws import fits_columns, fits_table
-from rankscale.tables.model_intervals import ratio_intervals
+from rankscale.tables.model_intervals import design_columns, ratio_intervals
 from rankscale.tables.noise import Noise, law_documents, law_replicates
 from rankscale.tables.selection import finals, note_last, size_note
 
@@ -32,7 +32,7 @@ STRATUM_METRICS = ("rbp", "ce")  # the metrics every stratum gets (RBP_k at the 
 STRATUM_KEYS = ["kind", "stratum"]
 # the header of each strata table when there are no strata (`analysis.strata: []`)
 STRATA_COLUMNS = (*MODEL_COLUMNS, *STRATUM_KEYS, "n_stratum", "share", "metric", "k", "value", "share_ci_low",
-                  "share_ci_high", "ci_low", "ci_high")  # fmt: skip
+                  "share_ci_high", "ci_low", "ci_high", "ci_reliable", "ci_note")  # fmt: skip
 CONTRAST_COLUMNS = ("family", "dataset", "kind", "metric", "k", "reference", "stratum", "alpha", "alpha_reference",
                     "difference", "ci_low", "ci_high", "p_value", "tau2", "noise", "note")  # fmt: skip
 
@@ -73,13 +73,14 @@ def strata_table(summaries: Sequence[Summary], replicates: Replicates, level: fl
     if frame.empty:
         return typed(rows_frame([], STRATA_COLUMNS))
     strata_k = {s.key: list(s.strata_k) for s in summaries}
+    design = {s.key: design_columns(s) for s in summaries}
     out = []
     for row in frame.to_dict("records"):
         key, index = (row["model"], row["dataset"]), int(row["stratum_index"])
         k = None if pd.isna(row["k"]) else int(row["k"])
         found, share = stratum_interval(replicates, key, index, row, strata_k[key].index(k) if k is not None else 0, level)
         out.append({**row, "share_ci_low": share.low, "share_ci_high": share.high,
-                    "ci_low": found.low, "ci_high": found.high})  # fmt: skip
+                    "ci_low": found.low, "ci_high": found.high, **design[key]})  # fmt: skip
     columns = [c for c in out[0] if c != "stratum_index"]
     return typed(pd.DataFrame(out))[columns]
 
@@ -202,7 +203,8 @@ TABLES = [
             "tokens before the target in its window; ``kind``: what the target token is), ``stratum`` its bin. "
             "``n_stratum`` and ``share``: the stratum's scored tokens and their share of the model's; ``metric = "
             "rbp``: RBP_k at the k of ``analysis.law_k``; ``metric = ce``: cross-entropy (nats). Intervals: the "
-            "document bootstrap, the same draws as every other table."
+            "cluster-robust t of the documents' own ratios, as metrics.csv's (``ci_reliable`` / ``ci_note`` as "
+            "there)."
         ),
     ),
     Table(
