@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import sparse
 
 from rankscale.atomic import sha256_file, write_json, write_npz
 from rankscale.bootstrap import kish_documents, replicate_totals
@@ -131,13 +132,10 @@ def analyse(
 
 def unit_sums(counts: dict[str, np.ndarray], units: np.ndarray, n_units: int) -> dict[str, np.ndarray]:
     """Every count [rows, ...] summed per resampling unit [n_units, ...] (`units[d]`: row d's document)."""
-    out = {}
-    for name, value in counts.items():
-        flat = np.asarray(value, dtype=np.float64).reshape(len(units), -1)
-        summed = np.zeros((n_units, flat.shape[1]))
-        np.add.at(summed, units, flat)
-        out[name] = summed.reshape(n_units, *np.shape(value)[1:])
-    return out
+    rows = len(units)
+    to_units = sparse.csr_matrix((np.ones(rows), (np.asarray(units), np.arange(rows))), shape=(n_units, rows))
+    return {name: np.asarray(to_units @ np.asarray(value, dtype=np.float64).reshape(rows, -1)).reshape(
+        n_units, *np.shape(value)[1:]) for name, value in counts.items()}  # fmt: skip
 
 
 def save(result: TrajectoryResult, npz: str | Path, meta: str | Path) -> None:
