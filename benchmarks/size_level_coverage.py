@@ -12,12 +12,14 @@ Each simulation draws B document replicates y_b = y + N(0, V) (the paired bootst
   noise and size deviations: the same procedure on the difference's own V and tau^2);
 - `extrapolation`: the law fitted to the five smallest sizes predicts the largest, judged by extrapolation.csv's
   own code (`rankscale.tables.extrapolation.HeldOut.check`): does its interval hold the held-out value?
+- `plug-in`: the held-out value by extrapolation.csv's pivot and by rules plugging a quantile of tau^2's pivot
+  into its variance (`plug_in_cell`);
 - `families`: two families of six sizes on the same documents (document noise correlated 0.5 between them),
   each with its own planted tau; family_contrasts.csv's own code (`rankscale.tables.families`) judges whether
   the interval of the exponents' difference holds the true difference.
 
     python benchmarks/size_level_coverage.py [--sims 2000] [--run-dir DIR [--configfile FILE ...]]
-        [--studies exponent contrast extrapolation families]
+        [--studies exponent contrast extrapolation families plug-in]
 
 With --run-dir, V is the default run's (HumanEval -log RBP_1's replicates) instead of the synthetic one. Its
 summaries are those of --configfile (paths relative to DIR) or, without it, every HumanEval summary under
@@ -146,6 +148,40 @@ def extrapolation_cell(V: np.ndarray, tau: float, sims: int, replicates: int, se
     return _cell(name, tau, sims, hits, widths, zero)
 
 
+PLUG_IN = (0.5, 0.7, 0.8, 0.9)  # quantiles of tau^2's pivot a plug-in rule for the held-out value tries
+
+
+def plug_in_cell(V: np.ndarray, tau: float, sims: int, replicates: int, seed: int, name: str = "") -> Cell:
+    """The held-out value of `extrapolation_cell` judged by the pivot's mixture interval (extrapolation.csv's)
+    and by rules never narrower than documents alone that plug one quantile q of tau^2's pivot R into the
+    variance, +/- z sqrt(a + b R_q): can one sit at <= 98% at tau = 0 and >= 95% at every tau?"""
+    from rankscale.laws import FORMS, Points
+    from rankscale.laws.pivot import half_width, variances
+    from rankscale.tables.noise import size_level_of
+
+    rng = np.random.default_rng(seed)
+    x, X = _design()
+    form, n, z = FORMS["power_law"], len(x) - 1, 1.959964
+    points, groups = Points.of(SIZES), np.array([str(i) for i in range(len(x))])
+    chol, H, K = np.linalg.cholesky(V), ols_map(X[:n]), size_matrix(groups[:n])
+    b = 1.0 + float(X[n] @ H @ K @ H.T @ X[n])
+    hits, zero = {"pivot": 0, **{f"R_q{q:g}": 0 for q in PLUG_IN}}, 0
+    for _ in range(sims):
+        log_y = LOG_C - ALPHA * x + tau * rng.standard_normal(len(x)) + chol @ rng.standard_normal(len(x))
+        log_reps = log_y + rng.standard_normal((replicates, len(x))) @ chol.T
+        law = form.fit(points.take(slice(0, n)), np.exp(log_y[:n]))
+        level = size_level_of(form, law, points.take(slice(0, n)), log_y[:n], log_reps[:, :n], groups[:n])
+        assert level is not None and level.pivot is not None
+        zero += level.at_zero
+        paired = (log_reps[:, n] - log_y[n]) - (log_reps[:, :n] - log_y[:n]) @ (H.T @ X[n])
+        a, grid = float(np.var(paired, ddof=1)), level.pivot.grid()
+        error = abs(log_y[n] - float(np.log(form.predict(law, points.take([n]))[0])))
+        hits["pivot"] += int(error <= half_width(variances(a, [(b, level.pivot)]), LEVEL))
+        for q in PLUG_IN:
+            hits[f"R_q{q:g}"] += int(error <= z * np.sqrt(a + b * float(np.quantile(grid, q))))
+    return _cell(name, tau, sims, hits, {}, zero)
+
+
 def families_cell(V: np.ndarray, tau: float, sims: int, replicates: int, seed: int, name: str = "",
                   rho: float = 0.5) -> Cell:  # fmt: skip
     """Coverage of the true difference of two families' exponents by family_contrasts.csv's interval: six sizes
@@ -255,7 +291,7 @@ def run_law(run_dir: Path, dataset: str = "humaneval", config_files: list[str] |
 
 
 STUDIES = {"exponent": simulate_cell, "contrast": simulate_cell, "extrapolation": extrapolation_cell,
-           "families": families_cell}  # fmt: skip
+           "families": families_cell, "plug-in": plug_in_cell}  # fmt: skip
 
 
 def cells(V: np.ndarray, sims: int, replicates: int, seed: int, tau_estimate: float,

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from rankscale.bootstrap import replicate_totals
 from rankscale.identity import OWN_SHA
@@ -272,8 +273,9 @@ def test_stratum_totals_are_the_brute_force_counts(partitioned) -> None:
 
 
 def test_the_strata_table_has_every_stratum_with_intervals(partitioned) -> None:
-    """strata.csv: every stratum's share, RBP_k and CE, each with the percentile interval of its own replicates
-    (recomputed here from the replicate totals of the boot file)."""
+    """strata.csv without the documents' sums: every stratum's share, RBP_k and CE, each with the bias-corrected
+    percentile interval of its own replicates (Efron's BC, recomputed here from the replicate totals of the boot
+    file), its point strictly inside."""
     summary, boot = partitioned["summary"], partitioned["boot"]
     replicates = Replicates([summary], [replicate_totals_of(boot)])
     table = build_table("strata", [summary], {}, TableSettings(LEVEL, None, None, None, None, None), replicates)
@@ -284,8 +286,11 @@ def test_the_strata_table_has_every_stratum_with_intervals(partitioned) -> None:
     n, strata_n = boot["rep_n"], boot["rep_strata_n"]
 
     def percentile(values: np.ndarray, point: float) -> tuple[float, float]:
-        low, high = np.nanquantile(values, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-        return min(low, point), max(high, point)
+        z0 = stats.norm.ppf((np.sum(values < point) + 0.5 * np.sum(values == point)) / len(values))
+        z = stats.norm.ppf((1 + LEVEL) / 2)
+        low, high = np.quantile(values, stats.norm.cdf([2 * z0 - z, 2 * z0 + z]))
+        assert low < point < high
+        return low, high
 
     for row in table.to_dict("records"):
         i = index[(row["kind"], row["stratum"])]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,6 +83,45 @@ def cr2_t(rates: np.ndarray, weights: np.ndarray, estimate: np.ndarray, level: f
     return point - half, point + half, df
 
 
+def cr2_intervals(rates: np.ndarray, weights: np.ndarray, estimate: np.ndarray, level: float) -> list[ModelInterval]:
+    """`cr2_t` as one `ModelInterval` per column of `rates` [U, K] (exact: Monte Carlo error 0); documents of no
+    weight drop out, and with fewer than two left there is no interval, said so."""
+    w = np.asarray(weights, dtype=np.float64)
+    r = np.where(w[:, None] > 0, np.asarray(rates, dtype=np.float64).reshape(len(w), -1), 0.0)
+    low, high, df = cr2_t(r, w / w.sum() if w.sum() > 0 else w, np.asarray(estimate, dtype=np.float64).ravel(), level)
+    exact = bool(np.isfinite(df))
+    note = "" if exact else "fewer than two documents with tokens: no interval"
+    return [ModelInterval(float(lo), float(hi), 0.0 if exact else math.nan, note)
+            for lo, hi in zip(np.ravel(low), np.ravel(high), strict=True)]  # fmt: skip
+
+
+def ratio_of_sums(numerators: np.ndarray, denominators: np.ndarray, level: float) -> list[ModelInterval]:
+    """The interval of sum_u n_u / sum_u d_u over resampling units u ([U] or [U, K] each; d_u >= 0): a share of
+    tokens, a rate per window. It is the d-weighted mean of the units' own rates n_u / d_u, so `cr2_t`'s, as every
+    ratio of metrics.csv (the tokens' tables, emergence's run rates, the rank tests' mean log-likelihood ratio)."""
+    n = np.asarray(numerators, dtype=np.float64)
+    d = np.broadcast_to(np.asarray(denominators, dtype=np.float64), n.shape)
+    n, d = n.reshape(len(n), -1), d.reshape(len(d), -1)
+    out = []
+    for j in range(n.shape[1]):
+        weight = d[:, j]
+        total = weight.sum()
+        if not total > 0:
+            out.append(ModelInterval(math.nan, math.nan, note="no tokens: no ratio"))
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rates = np.where(weight > 0, n[:, j] / weight, 0.0)
+        out += cr2_intervals(rates[:, None], weight, np.array([n[:, j].sum() / total]), level)
+    return out
+
+
+def leave_one_out(units: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every total with one unit left out, [U, ...] (`units`: each statistic's sums per unit [U, ...]): a smooth
+    statistic of the totals evaluated on them is its jackknife over documents, BCa's acceleration (`bca`)."""
+    return {name: np.asarray(v, dtype=np.float64).sum(axis=0)[None] - np.asarray(v, dtype=np.float64)
+            for name, v in units.items()}  # fmt: skip
+
+
 def acceleration(jackknife: np.ndarray) -> float:
     """BCa's acceleration from leave-one-document-out values: sum d^3 / (6 (sum d^2)^1.5), d = mean - value
     (Efron & Tibshirani 1993, eq. 14.15); documents whose value is not finite are left out."""
@@ -91,8 +130,11 @@ def acceleration(jackknife: np.ndarray) -> float:
     if j.size < 2:
         return 0.0
     d = j.mean() - j
-    squares = float((d**2).sum())
-    return float((d**3).sum() / (6.0 * squares**1.5)) if squares > 0 else 0.0
+    scale = float(np.abs(d).max())
+    if not 0.0 < scale < math.inf:
+        return 0.0
+    d = d / scale  # the ratio is scale-free; unscaled, values of 1e-120 (a rate of long runs) underflow to 0 / 0
+    return float((d**3).sum() / (6.0 * float((d**2).sum()) ** 1.5))
 
 
 ONE_SIDED = "bootstrap replicates lie on one side of the estimate"

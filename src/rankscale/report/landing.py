@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from rankscale.atomic import atomic_path
+from rankscale.laws.few_documents import MIN_DOCUMENTS
 from rankscale.manifest import report_fields
 from rankscale.tables.base import read_table
 
@@ -276,10 +277,10 @@ def results_html(tables: Path, level: float) -> str:
     parts = [_table(head, [h.row() for h in found], "headline")] if found else []
     parts.append(
         f"<p>Intervals: {level:.0%}, from the bootstrap; they include {', '.join(noise) or 'documents'} "
-        "(column <i>noise</i>). Lack of fit: Q of the sizes' residuals against what documents explain, "
-        "Hotelling's T² on its df with the documents' effective number less one (documents, being few, estimate "
-        "their own noise roughly), or under 30 effective documents against the null the documents' own "
-        "influence and lengths give; a small p says the sizes scatter around the law beyond that. The contrast is "
+        "(column <i>noise</i>). Lack of fit: the sizes' residual sum of squares against a sign-flip null "
+        "drawn from the documents' own influence on the points (Hotelling's T² where the documents' sums are not "
+        f"loaded); under {MIN_DOCUMENTS:g} effective documents it is not testable (no p); a small p says the sizes "
+        "scatter around the law beyond what documents explain. The contrast is "
         "paired (the same document draws) and its p tests a difference of zero. Every law, k and interval: "
         "Tables, 1. Laws in S (powerlaw_fits, exponent_contrasts).</p>"
     )

@@ -98,8 +98,7 @@ class Replicates:
         with np.errstate(divide="ignore", invalid="ignore"):
             values = metric.compute(shifted if stratum is None else stratum_totals(shifted, stratum))
             if k is not None:
-                grid = self._k if stratum is None else self._strata_k
-                values = values[:, grid[(model, dataset)].index(int(k))]
+                values = values[:, self.column(model, dataset, k, stratum)]
             logs = np.log(metric.to_law(values))
             return (logs[:size] - logs[size:]) / (2.0 * step)  # not finite where the law is not (RBP_k of 0 or 1)
 
@@ -112,10 +111,12 @@ class Replicates:
     def at(self, model: str, dataset: str, name: str, k: int | None = None, stratum: int | None = None) -> np.ndarray:
         """Replicate values [B] of one metric (at k), of all tokens or of one stratum's (`Summary.strata_columns` index)."""
         values = self.metric(model, dataset, name, stratum)
-        if k is None:
-            return values
+        return values if k is None else values[:, self.column(model, dataset, k, stratum)]
+
+    def column(self, model: str, dataset: str, k: int, stratum: int | None = None) -> int:
+        """Where k sits in a per-k metric's values of this model x dataset (its strata k for a stratum's)."""
         grid = self._k if stratum is None else self._strata_k
-        return values[:, grid[(model, dataset)].index(int(k))]
+        return grid[(model, dataset)].index(int(k))
 
 
 @dataclass(frozen=True)
@@ -242,11 +243,12 @@ def law_parameters(
     return out, unidentified
 
 
-def with_intervals(value: float, samples: np.ndarray, level: float, name: str,
-                   n_eff: float = math.inf) -> dict[str, float]:  # fmt: skip
-    """`name`, `name_ci_low`, `name_ci_high`: a value and the percentile interval of its replicates (expanded for
-    `n_eff` effective documents where it is one model's: `rankscale.bootstrap.expanded_level`)."""
-    low, high = interval(samples, level, value, n_eff=n_eff)
+def with_intervals(value: float, samples: np.ndarray, level: float, name: str) -> dict[str, float]:
+    """`name`, `name_ci_low`, `name_ci_high`: a value and the percentile interval of its replicates, for quantities
+    of several models (a law's parameters refitted with the sizes' scatter, whose coverage benchmarks/RESULTS.md
+    measures). One model's statistics over its documents take `rankscale.intervals` instead (a ratio's
+    cluster-robust t, BCa), never an expanded percentile."""
+    low, high = interval(samples, level, value)
     return {name: value, f"{name}_ci_low": float(low), f"{name}_ci_high": float(high)}
 
 

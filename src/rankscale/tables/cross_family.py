@@ -9,12 +9,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rankscale.intervals import bca
 from rankscale.laws import FitForm, FittedLaw
 from rankscale.laws.agreement import interval_p_value
 from rankscale.metrics import METRICS
 from rankscale.report.sections import LAWS
 from rankscale.tables.base import Replicates, Table, interval_columns, rows_frame, typed, with_intervals
 from rankscale.tables.lawkit import LAW_SETTINGS, LawRefits, between_family_rows
+from rankscale.tables.model_intervals import one_model_interval
 from rankscale.tables.selection import FitIndex, LawKey, finals, note_last, optional_int, single_size
 
 NO_LAW_FAMILY = "no family with a law on this dataset"
@@ -73,6 +75,21 @@ class _LawCache:
         return self._laws[key]
 
 
+def _observed(observed: float, measured: pd.Series, key: LawKey, reps: np.ndarray, replicates: Replicates,
+              level: float) -> dict[str, float]:  # fmt: skip
+    """The measured model's value in the law's units with metrics.csv's interval of it (the cluster-robust t of
+    the metric, carried through `Metric.to_law`, a monotone map), or, without its documents' sums, BCa without
+    acceleration of its replicates."""
+    found = one_model_interval(replicates, measured["model"], key.dataset, key.metric, key.k, level)
+    if found is None:
+        found = bca(reps, observed, np.zeros(0), level)
+        return {"observed": observed, "observed_ci_low": found.low, "observed_ci_high": found.high}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ends = key.metric.to_law(np.array([found.low, found.high]))
+    return {"observed": observed, "observed_ci_low": float(np.nanmin(ends)) if np.isfinite(ends).all() else np.nan,
+            "observed_ci_high": float(np.nanmax(ends)) if np.isfinite(ends).all() else np.nan}  # fmt: skip
+
+
 def _cross_family_row(
     measured: pd.Series, key: LawKey, index: FitIndex, laws: _LawCache, replicates: Replicates, level: float
 ) -> dict[str, Any]:
@@ -100,7 +117,7 @@ def _cross_family_row(
         "law_S_max": int(group["S"].max()),
         "S_over_law_S_max": float(measured["S"]) / float(group["S"].max()),
         **with_intervals(point, predicted, level, "predicted"),
-        **with_intervals(observed, measured_reps, level, "observed"),
+        **_observed(observed, measured, key, measured_reps, replicates, level),
         **with_intervals(observed / point, ratio, level, "ratio"),
         "p_value": interval_p_value(ratio, observed / point, 1.0),
         "noise": refitted.noise.label,

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from rankscale.bootstrap import interval_mc_error
-from rankscale.intervals import BIAS_LIMIT
+from rankscale.intervals import BIAS_LIMIT, bca, ratio_of_sums
 from rankscale.laws import ols
 from rankscale.metrics import METRICS
 from rankscale.rankdist import FAMILIES, bound_note
@@ -19,7 +19,7 @@ from rankscale.report import sections
 from rankscale.statistics import TOKENS
 from rankscale.summary import RankTest, Summary
 from rankscale.tables.base import Replicates, Table, largest, optional_columns, with_intervals
-from rankscale.tables.model_intervals import bootstrap_interval, metric_intervals
+from rankscale.tables.model_intervals import bootstrap_interval, design_columns, metric_intervals
 from rankscale.tables.noise import covariance_df, line_with_sizes
 
 LOGNORMAL = "lognormal"  # the rank test entry of the lognormal itself (the others are its alternatives)
@@ -92,6 +92,20 @@ def rank_test_note(lognormal: RankTest, name: str, test: RankTest) -> str:
     )
 
 
+def _llr_interval(s: Summary, name: str, value: float, samples: np.ndarray, replicates: Replicates,
+                  level: float) -> dict[str, float]:  # fmt: skip
+    """The mean log-likelihood ratio per token, a ratio of document sums (the fits held fixed): the cluster-robust
+    t over the documents' own means (`rankscale.intervals.ratio_of_sums`, exact: Monte Carlo error 0), as
+    metrics.csv's ratios; without the documents' sums, BCa without acceleration of the replicates."""
+    units = replicates.units.get(s.key)
+    if units is not None and f"llr_{name}" in units:
+        found = ratio_of_sums(units[f"llr_{name}"], units[TOKENS], level)[0]
+    else:
+        found = bca(samples, value, np.zeros(0), level)
+    return {"mean_llr": value, "mean_llr_ci_low": found.low, "mean_llr_ci_high": found.high,
+            "mean_llr_ci_mc_error": found.mc_error}  # fmt: skip
+
+
 def rank_tests_table(summaries: Iterable[Summary], replicates: Replicates, level: float) -> pd.DataFrame:
     """The lognormal against each alternative family, per model x dataset: log-likelihoods per token,
     Vuong's z and p, and the document-bootstrap interval of the mean log-likelihood ratio; a fit with a
@@ -120,8 +134,8 @@ def rank_tests_table(summaries: Iterable[Summary], replicates: Replicates, level
                     "loglik_lognormal": lognormal.loglik,
                     "loglik_alternative": test.loglik,
                     "alternative_params": " ".join(f"{v:.6g}" for v in params),
-                    **with_intervals(test.mean_llr, samples, level, "mean_llr", s.n_eff_documents),
-                    "mean_llr_ci_mc_error": interval_mc_error(samples, level, s.n_eff_documents),
+                    **_llr_interval(s, name, test.mean_llr, samples, replicates, level),
+                    **design_columns(s),
                     "z": test.z,
                     "p_value": test.p_value,
                     "better": verdict,
@@ -247,8 +261,10 @@ TABLES = [
             "``zipf``, a discrete stretched exponential ``stretched_exp``, a discrete truncated "
             "``loglogistic``): log-likelihood per token, Vuong's normalised log-likelihood-ratio test (``z`` > 0 "
             "favours the lognormal; two-sided ``p_value``), and, since tokens of one document are not "
-            "independent, the document-bootstrap interval of the mean log-likelihood ratio (``mean_llr_ci_mc_error``: "
-            "the Monte Carlo standard error of its ends as a share of its width). ``better``: which "
+            "independent, the interval of the mean log-likelihood ratio over documents: the cluster-robust t of the "
+            "documents' own means, as metrics.csv's ratios (``mean_llr_ci_mc_error``: the Monte Carlo standard error "
+            "of its ends as a share of its width, 0 for this exact interval; ``ci_reliable`` / ``ci_note`` as in "
+            "metrics.csv). ``better``: which "
             "one the test prefers at the interval level, or inconclusive. A fit with a parameter at its "
             "optimizer's bound shows it as nan in ``alternative_params``; ``note`` (the last column) says which "
             "fit has which parameter at which bound: the row then compares the limits the fits ran to, not "

@@ -9,16 +9,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.bootstrap import interval
 from rankscale.conjecture import markov_run_rate
+from rankscale.intervals import ModelInterval, bca, leave_one_out, ratio_of_sums
 from rankscale.laws import FitForm, Points
 from rankscale.metrics import METRICS
 from rankscale.report.sections import EMERGENCE
-from rankscale.statistics import PAIRS_BOTH_HIT, PAIRS_PREV_HIT, RUN_HITS, RUN_WINDOWS
+from rankscale.statistics import PAIRS_BOTH_HIT, PAIRS_PREV_HIT, RUN_HITS, RUN_WINDOWS, Totals
 from rankscale.summary import Summary
 from rankscale.tables.base import Replicates, Table, interval_columns, rows_frame, typed, with_intervals
 from rankscale.tables.distribution import finals_of
 from rankscale.tables.lawkit import exponent_contrast
+from rankscale.tables.model_intervals import design_columns, ratio_intervals
 from rankscale.tables.noise import LawNoise, Noise
 from rankscale.tables.selection import FitIndex, LawKey, size_note
 
@@ -61,6 +62,7 @@ def emergence_table(
             }
             if replicates is not None:
                 row.update(_run_intervals(s, row, replicates, level))
+                row.update(design_columns(s))
             rows.append(row)
     return pd.DataFrame(rows).sort_values(["family", "dataset", "k", "N", "S"], kind="stable").reset_index(drop=True)
 
@@ -79,14 +81,33 @@ def run_replicates(s: Summary, k: int, n: int, replicates: Replicates) -> dict[s
 
 
 def _run_intervals(s: Summary, row: dict[str, Any], replicates: Replicates, level: float) -> dict[str, float]:
-    """Intervals of a row of the emergence table (its rates at its k and N, and their ratio)."""
+    """Intervals of a row of the emergence table at its k and N: the empirical run rate, a ratio of windows summed
+    over documents, by the cluster-robust t over the documents' own rates, as metrics.csv's RBP_k; the independent
+    prediction RBP_k^N by RBP_k's interval to the power N; the Markov rate and the ratio, smooth functions of the
+    sums, by BCa with the jackknife over documents (`rankscale.intervals`). Without the documents' sums: BCa without
+    the acceleration (bias-corrected percentiles), as metrics.csv's `bc`."""
     samples = run_replicates(s, row["k"], row["N"], replicates)
     with np.errstate(invalid="ignore", divide="ignore"):
         samples["ratio_empirical_independent"] = samples["empirical"] / samples["predicted"]
+    units = replicates.units.get(s.key)
+    found: dict[str, ModelInterval] = {}
+    jackknife: dict[str, np.ndarray] = {}
+    if units is not None:
+        i, j = s.emergence_k.index(row["k"]), s.emergence_N.index(row["N"])
+        found["empirical"] = ratio_of_sums(units[RUN_HITS][:, i, j], units[RUN_WINDOWS][:, j], level)[0]
+        values = RBP.compute(Totals({key: np.asarray(units[key]).sum(axis=0) for key in units}))
+        rbp = ratio_intervals(RBP, units, values, level)[s.k.index(row["k"])]
+        low, high = (max(end, 0.0) ** row["N"] if np.isfinite(end) else math.nan for end in (rbp.low, rbp.high))
+        found["predicted"] = ModelInterval(low, high, 0.0, rbp.note)
+        left = Totals(leave_one_out(units))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rates = RBP.compute(left)[:, s.k.index(row["k"])]
+            jackknife["markov"] = markov_run_rate(rates, left[PAIRS_PREV_HIT][:, i], left[PAIRS_BOTH_HIT][:, i], row["N"])
+            jackknife["ratio_empirical_independent"] = (left[RUN_HITS][:, i, j] / left[RUN_WINDOWS][:, j]) / rates ** row["N"]
     out: dict[str, float] = {}
     for name, values in samples.items():
-        low, high = interval(values, level, row[name], n_eff=s.n_eff_documents)
-        out.update({f"{name}_ci_low": float(low), f"{name}_ci_high": float(high)})
+        got = found.get(name) or bca(values, row[name], jackknife.get(name, np.zeros(0)), level)
+        out.update({f"{name}_ci_low": got.low, f"{name}_ci_high": got.high})
     return out
 
 
@@ -179,7 +200,9 @@ TABLES = [
             "entirely inside the top-k; ``predicted`` = RBP_k^N assumes independent positions; ``markov`` = "
             "RBP_k · P(hit | previous hit)^(N-1) a first-order Markov chain of hits; ``fitted`` = "
             "exp(-N C S^-alpha) from the power-law fit; ``ratio_empirical_independent`` how far independence is "
-            "off. Intervals: document bootstrap, percentile."
+            "off. Intervals over the documents: ``empirical`` by the cluster-robust t of the documents' own run "
+            "rates (as metrics.csv's RBP_k), ``predicted`` RBP_k's to the power N, ``markov`` and the ratio by BCa; "
+            "``ci_reliable`` / ``ci_note`` as metrics.csv's for the model's documents."
         ),
     ),
     Table(

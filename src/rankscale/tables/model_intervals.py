@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from rankscale.intervals import BIAS_LIMIT, ModelInterval, bca, cr2_t, unreliable_design
+from rankscale.intervals import BIAS_LIMIT, ModelInterval, bca, cr2_intervals, unreliable_design
 from rankscale.metrics import Metric
 from rankscale.statistics import Totals
 from rankscale.summary import Summary, left_out
@@ -55,17 +55,35 @@ def bootstrap_interval(summary: Summary, name: str, reps: np.ndarray, value: flo
 
 
 def ratio_intervals(metric: Metric, units: Totals, values: np.ndarray, level: float) -> list[ModelInterval]:
-    """`rankscale.intervals.cr2_t` of a ratio metric from its units' own sums: exact arithmetic (no Monte Carlo
-    error); equal rates in every document (RBP_|V| = 1) give the point as its interval."""
+    """`rankscale.intervals.cr2_intervals` of a ratio metric from its units' own rates (`Metric.compute` of each
+    unit's sums): exact arithmetic (no Monte Carlo error); equal rates in every document (RBP_|V| = 1) give the
+    point as its interval."""
     assert metric.weight is not None
     weight = np.asarray(units[metric.weight], dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         rates = np.asarray(metric.compute(units), dtype=np.float64).reshape(len(weight), -1)
-    rates = np.where(weight[:, None] > 0, rates, 0.0)
-    low, high, df = cr2_t(rates, weight / weight.sum(), values, level)
-    note = "" if np.isfinite(df) else "fewer than two documents: no interval"
-    return [ModelInterval(float(lo), float(hi), 0.0 if np.isfinite(df) else math.nan, note)
-            for lo, hi in zip(low, high, strict=True)]  # fmt: skip
+    return cr2_intervals(rates, weight, values, level)
+
+
+def design_columns(summary: Summary) -> dict[str, object]:
+    """`ci_reliable` and `ci_note` of a row of one model's cluster-robust t intervals beside metrics.csv (strata,
+    emergence, the rank tests): False, with why, where its documents are too few or too uneven for them to hold
+    their level (`rankscale.intervals.unreliable_design`), as metrics.csv says of its own."""
+    why = unreliable_design(summary.n_eff_documents, summary.n_documents)
+    return {"ci_reliable": not why, "ci_note": why}
+
+
+def one_model_interval(replicates: Replicates, model: str, dataset: str, metric: Metric, k: int | None,
+                       level: float) -> ModelInterval | None:  # fmt: skip
+    """One model's interval of a ratio metric (at k) as metrics.csv gives it (`ratio_intervals`), where its
+    documents' sums are loaded; None otherwise."""
+    units = replicates.units.get((model, dataset))
+    if units is None or metric.weight is None:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = np.atleast_1d(metric.compute(Totals({n: np.asarray(v).sum(axis=0) for n, v in units.items()})))
+    found = ratio_intervals(metric, units, values, level)
+    return found[replicates.column(model, dataset, k) if k is not None else 0]
 
 
 # why a rank-histogram statistic's BCa interval is never marked reliable (benchmarks/RESULTS.md)

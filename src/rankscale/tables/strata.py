@@ -14,16 +14,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.bootstrap import interval
+from rankscale.intervals import ModelInterval, bca, ratio_of_sums
 from rankscale.laws import FitForm, FittedLaw, Points
 from rankscale.metrics import METRICS
 from rankscale.report import sections
-from rankscale.statistics import STRATA_TOKENS, TOKENS, stratum_totals
+from rankscale.statistics import STRATA_TOKENS, TOKENS, Totals, stratum_totals
 from rankscale.strata import STRATA
 from rankscale.summary import MODEL_COLUMNS, Summary
 from rankscale.tables.base import Replicates, Table, rows_frame, typed
 from rankscale.tables.lawkit import LAW_SETTINGS, exponent_contrast, fit_or_note
 from rankscale.tables.laws import fits_columns, fits_table
+from rankscale.tables.model_intervals import design_columns, ratio_intervals
 from rankscale.tables.noise import Noise, law_documents, law_replicates
 from rankscale.tables.selection import finals, note_last, size_note
 
@@ -31,7 +32,7 @@ STRATUM_METRICS = ("rbp", "ce")  # the metrics every stratum gets (RBP_k at the 
 STRATUM_KEYS = ["kind", "stratum"]
 # the header of each strata table when there are no strata (`analysis.strata: []`)
 STRATA_COLUMNS = (*MODEL_COLUMNS, *STRATUM_KEYS, "n_stratum", "share", "metric", "k", "value", "share_ci_low",
-                  "share_ci_high", "ci_low", "ci_high")  # fmt: skip
+                  "share_ci_high", "ci_low", "ci_high", "ci_reliable", "ci_note")  # fmt: skip
 CONTRAST_COLUMNS = ("family", "dataset", "kind", "metric", "k", "reference", "stratum", "alpha", "alpha_reference",
                     "difference", "ci_low", "ci_high", "p_value", "tau2", "noise", "note")  # fmt: skip
 
@@ -65,23 +66,44 @@ def stratum_rows(summaries: Iterable[Summary]) -> pd.DataFrame:
 
 
 def strata_table(summaries: Sequence[Summary], replicates: Replicates, level: float) -> pd.DataFrame:
-    """Per model x dataset x stratum: its share of the scored tokens and its RBP_k and CE, with intervals."""
+    """Per model x dataset x stratum: its share of the scored tokens and its RBP_k and CE, with intervals: ratios of
+    document sums, so the cluster-robust t over the documents' own ratios, as metrics.csv's (without the documents'
+    sums, bias-corrected percentiles of the replicates: `stratum_interval`)."""
     frame = stratum_rows(summaries)
     if frame.empty:
         return typed(rows_frame([], STRATA_COLUMNS))
+    strata_k = {s.key: list(s.strata_k) for s in summaries}
+    design = {s.key: design_columns(s) for s in summaries}
     out = []
     for row in frame.to_dict("records"):
         key, index = (row["model"], row["dataset"]), int(row["stratum_index"])
-        totals = replicates.totals[key]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            share = np.asarray(totals[STRATA_TOKENS])[:, index] / np.asarray(totals[TOKENS])
-            values = replicates.at(*key, row["metric"], None if pd.isna(row["k"]) else int(row["k"]), index)
-        low, high = interval(values, level, row["value"])
-        share_low, share_high = interval(share, level, row["share"])
-        out.append({**row, "share_ci_low": float(share_low), "share_ci_high": float(share_high),
-                    "ci_low": float(low), "ci_high": float(high)})  # fmt: skip
+        k = None if pd.isna(row["k"]) else int(row["k"])
+        found, share = stratum_interval(replicates, key, index, row, strata_k[key].index(k) if k is not None else 0, level)
+        out.append({**row, "share_ci_low": share.low, "share_ci_high": share.high,
+                    "ci_low": found.low, "ci_high": found.high, **design[key]})  # fmt: skip
     columns = [c for c in out[0] if c != "stratum_index"]
     return typed(pd.DataFrame(out))[columns]
+
+
+def stratum_interval(replicates: Replicates, key: tuple[str, str], index: int, row: dict[str, Any], j: int,
+                     level: float) -> tuple[ModelInterval, ModelInterval]:  # fmt: skip
+    """(the stratum's metric, its share of the tokens): `rankscale.intervals.ratio_of_sums` of the documents' own
+    sums of the stratum (`j`: the row's index of the strata k), else BCa without acceleration of the replicates."""
+    units = replicates.units.get(key)
+    metric = METRICS[row["metric"]]
+    if units is not None:
+        view = stratum_totals(units, index)
+        values = np.atleast_1d(metric.compute(stratum_totals(Totals({n: np.asarray(v).sum(axis=0)
+                                                                     for n, v in units.items()}), index)))  # fmt: skip
+        found = ratio_intervals(metric, view, values, level)[j]
+        share = ratio_of_sums(np.asarray(units[STRATA_TOKENS])[:, index], units[TOKENS], level)[0]
+        return found, share
+    totals = replicates.totals[key]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shares = np.asarray(totals[STRATA_TOKENS])[:, index] / np.asarray(totals[TOKENS])
+        values = replicates.at(*key, row["metric"], None if pd.isna(row["k"]) else int(row["k"]), index)
+    none = np.zeros(0)
+    return bca(values, row["value"], none, level), bca(shares, row["share"], none, level)
 
 
 def strata_fits_table(
@@ -181,7 +203,8 @@ TABLES = [
             "tokens before the target in its window; ``kind``: what the target token is), ``stratum`` its bin. "
             "``n_stratum`` and ``share``: the stratum's scored tokens and their share of the model's; ``metric = "
             "rbp``: RBP_k at the k of ``analysis.law_k``; ``metric = ce``: cross-entropy (nats). Intervals: the "
-            "document bootstrap, the same draws as every other table."
+            "cluster-robust t of the documents' own ratios, as metrics.csv's (``ci_reliable`` / ``ci_note`` as "
+            "there)."
         ),
     ),
     Table(

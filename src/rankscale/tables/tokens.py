@@ -1,47 +1,82 @@
 """Which tokens a larger model gets right: the four tables of the token trajectories (docs/science.md, "Token
 trajectories"), built from each family x dataset's counts (rule `trajectories`, `rankscale.trajectories`).
 
-Every value is a share of scored tokens, a ratio of two counts summed over documents; its interval is the
-percentile interval of the same ratio on every bootstrap replicate (the dataset's document draws, so paired
-with every other number of the family), expanded for the dataset's effective number of documents as every
-document-level interval is (`rankscale.bootstrap.expanded_level`). A family x dataset with nothing to follow (one model, arrays that do not
-align) gives one row with its note.
+Almost every value is a ratio of two counts summed over documents (a share of scored tokens, a mean slope): its
+interval is the cluster-robust t over the documents' own ratios, as metrics.csv's RBP_k and CE
+(`rankscale.intervals.ratio_of_sums`). The slopes' spreads (sd, sd_noise, sd_excess, sd_ratio) are not ratios
+but smooth functions of the sums, biased under resampling: BCa over the replicates (the dataset's document draws,
+paired with every other number of the family), with its acceleration from the jackknife over documents, and
+none where it cannot contain the estimate (the reason in `note`). Under `rankscale.intervals.RELIABLE_DOCUMENTS`
+effective documents, or documents too uneven, `note` says the intervals covered under 93% on the run's own
+documents. A family x dataset with nothing to follow (one model, arrays that do not align) gives one row with its
+note.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from rankscale.bootstrap import interval
+from rankscale.intervals import ModelInterval, bca, leave_one_out, ratio_of_sums, unreliable_design
 from rankscale.report.sections import STRATA
 from rankscale.tables.base import Table, interval_columns, rows_frame, typed
 from rankscale.trajectories import RANK_BINS, TrajectoryResult
 
 KEY = ("family", "dataset")
+WHY = "__why"  # a column's suffix carrying why its interval is empty, folded into the row's note (`finished`)
+Counts = dict[str, np.ndarray]
 
 
-def ratio(result: TrajectoryResult, num: Any, den: Any, level: float, name: str) -> dict[str, float]:
-    """`name` = num / den at the point and its interval over the replicates (`num`, `den`: callables of the
-    counts dict, point or replicate, giving arrays of matching shape)."""
+def columns_of(name: str, value: float, found: ModelInterval) -> dict[str, Any]:
+    """`name`, its interval's ends and, where it has none, why (folded into the note by `finished`)."""
+    out: dict[str, Any] = {name: value, f"{name}_ci_low": found.low, f"{name}_ci_high": found.high}
+    if found.note and not np.isfinite(found.low):
+        out[name + WHY] = f"{name}: {found.note}"
+    return out
+
+
+def ratio(result: TrajectoryResult, num: Any, den: Any, level: float, name: str) -> dict[str, Any]:
+    """`name` = num / den of the summed counts and its interval (`num`, `den`: callables of a counts dict, point,
+    per document or replicate, giving arrays of matching shape): the cluster-robust t over the documents' own
+    ratios; from a file without the documents' sums, the bias-corrected percentiles of the replicates."""
     with np.errstate(divide="ignore", invalid="ignore"):
         value = float(num(result.point) / den(result.point))
+        if result.units:
+            return columns_of(name, value, ratio_of_sums(num(result.units), den(result.units), level)[0])
         reps = num(result.replicates) / den(result.replicates)
-    low, high = interval(reps, level, value, n_eff=result.n_eff_documents)
-    return {name: value, f"{name}_ci_low": float(low), f"{name}_ci_high": float(high)}
+    return columns_of(name, value, bca(reps, value, np.zeros(0), level))
 
 
-def value_interval(value: float, reps: np.ndarray, level: float, name: str, n_eff: float) -> dict[str, float]:
-    """`name` and its percentile interval, expanded for `n_eff` documents (`rankscale.bootstrap.expanded_level`)."""
-    low, high = interval(reps, level, value, n_eff=n_eff)
-    return {name: value, f"{name}_ci_low": float(low), f"{name}_ci_high": float(high)}
+def smooth(result: TrajectoryResult, statistic: Callable[[Counts], Any], level: float, name: str,
+           jackknife: Counts | None) -> dict[str, Any]:  # fmt: skip
+    """`name` = a statistic of the summed counts that is no ratio, and its BCa interval (`jackknife`: the totals
+    with each document left out, `rankscale.intervals.leave_one_out`; None: acceleration 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = float(statistic(result.point))
+        reps = np.asarray(statistic(result.replicates), dtype=np.float64)
+        jack = np.asarray(statistic(jackknife), dtype=np.float64) if jackknife else np.zeros(0)
+    return columns_of(name, value, bca(reps, value, jack, level))
 
 
 def note_of(result: TrajectoryResult) -> str:
-    return "; ".join(result.notes)
+    """The family x dataset's notes, and why its intervals do not hold their level where its documents are too few
+    or too uneven (`rankscale.intervals.unreliable_design`)."""
+    notes = list(result.notes)
+    if result.point:
+        tokens = result.units.get("tokens")
+        n = int(np.count_nonzero(tokens[:, 0])) if tokens is not None else round(result.n_eff_documents)
+        if why := unreliable_design(result.n_eff_documents, n):
+            notes.append(f"intervals unreliable: {why}")
+    return "; ".join(notes)
+
+
+def finished(row: dict[str, Any], result: TrajectoryResult) -> dict[str, Any]:
+    """`row` with its note: the family x dataset's (`note_of`) and why any of its intervals is empty."""
+    why = [row.pop(key) for key in [k for k in row if k.endswith(WHY)]]
+    return {**row, "note": "; ".join(n for n in (note_of(result), *why) if n)}
 
 
 def group_labels(result: TrajectoryResult) -> list[tuple[int, str, str]]:
@@ -50,7 +85,7 @@ def group_labels(result: TrajectoryResult) -> list[tuple[int, str, str]]:
 
 
 def note_row(result: TrajectoryResult) -> dict[str, Any]:
-    return {"family": result.family, "dataset": result.dataset, "note": note_of(result)}
+    return {"family": result.family, "dataset": result.dataset, "note": "; ".join(result.notes)}
 
 
 CHURN_COLUMNS = (
@@ -60,20 +95,17 @@ CHURN_COLUMNS = (
 )  # fmt: skip
 
 
-def _flips(counts: dict[str, np.ndarray], p: int, i: int) -> np.ndarray:
-    """Tokens in the top k of exactly one of pair p's models (gained + lost), over tokens."""
-    pairs = counts["pairs"]
-    return (pairs[..., p, i, 2] + pairs[..., p, i, 3]) / counts["tokens"][..., 0]
-
-
-def _seed_floor(result: TrajectoryResult, sizes: Sequence[str], i: int, level: float) -> dict[str, float]:
-    """The mean share of tokens flipping between two seeds of these sizes (NaN where no size has two)."""
+def _seed_floor(result: TrajectoryResult, sizes: Sequence[str], i: int, level: float) -> dict[str, Any]:
+    """The mean share of tokens flipping between two seeds of these sizes (NaN where no size has two): the pairs'
+    mean flips over the tokens, a ratio of sums."""
     index = [p for p, pair in enumerate(result.pairs) if pair.axis == "seed" and pair.size in sizes]
     if not index:
         return dict(zip(interval_columns("seed_floor"), (np.nan,) * 3, strict=True))
-    point = float(np.mean([_flips(result.point, p, i) for p in index]))
-    reps = np.mean([_flips(result.replicates, p, i) for p in index], axis=0)
-    return value_interval(point, reps, level, "seed_floor", result.n_eff_documents)
+
+    def flips(c: Counts) -> np.ndarray:
+        return np.mean([c["pairs"][..., p, i, 2] + c["pairs"][..., p, i, 3] for p in index], axis=0)
+
+    return ratio(result, flips, lambda c: c["tokens"][..., 0], level, "seed_floor")
 
 
 def _churn(r: TrajectoryResult, gained: Any, lost: Any, tokens: Any, level: float) -> dict[str, float]:
@@ -123,8 +155,8 @@ def churn_table(results: Sequence[TrajectoryResult], level: float) -> pd.DataFra
             continue
         for i in range(len(r.ks)):
             for j in range(len(r.sizes) - 1):
-                rows += [{**_size_row(r, i, j, g, level), "note": note_of(r)} for g in group_labels(r)]
-            rows += [{**_pair_row(r, i, p, level), "note": note_of(r)} for p in range(len(r.pairs))]
+                rows += [finished(_size_row(r, i, j, g, level), r) for g in group_labels(r)]
+            rows += [finished(_pair_row(r, i, p, level), r) for p in range(len(r.pairs))]
     return typed(rows_frame(rows, CHURN_COLUMNS).reindex(columns=list(CHURN_COLUMNS)))
 
 
@@ -143,7 +175,8 @@ def learning_rows(r: TrajectoryResult, g: int, kind: str, stratum: str, i: int, 
     def add(quantity: str, num: Any, den: Any = tokens, size: str | None = None, model_S: int | None = None) -> None:
         value = ratio(r, num, den, level, "value")
         rows.append({**base, "quantity": quantity, "size": size, "S": model_S, "value": value["value"],
-                     "ci_low": value["value_ci_low"], "ci_high": value["value_ci_high"]})  # fmt: skip
+                     "ci_low": value["value_ci_low"], "ci_high": value["value_ci_high"],
+                     **{k: v for k, v in value.items() if k.endswith(WHY)}})  # fmt: skip
 
     for j in range(m):
         add("rbp", lambda c, j=j: c["rbp"][..., g, i, j], size=r.sizes[j], model_S=r.S[j])
@@ -171,7 +204,7 @@ def learning_table(results: Sequence[TrajectoryResult], level: float) -> pd.Data
             continue
         for i in range(len(r.ks)):
             for g, kind, stratum in group_labels(r):
-                rows += [{**row, "note": note_of(r)} for row in learning_rows(r, g, kind, stratum, i, level)]
+                rows += [finished(row, r) for row in learning_rows(r, g, kind, stratum, i, level)]
     frame = typed(rows_frame(rows, LEARNING_COLUMNS).reindex(columns=list(LEARNING_COLUMNS)))
     return frame.astype({"S": "Int64"})
 
@@ -212,18 +245,16 @@ def _slope_row(r: TrajectoryResult, level: float) -> dict[str, Any]:
     def noise(c: dict[str, np.ndarray]) -> np.ndarray:
         return np.sqrt(_noise_var(r, c))
 
-    def one(c: dict[str, np.ndarray]) -> float:
-        return 1.0
-
     row: dict[str, Any] = {"family": r.family, "dataset": r.dataset, "n_sizes": len(r.sizes),
                            "n_chains": r.n_chains, "n_tokens": r.n_tokens, **r.quantiles}  # fmt: skip
     row.update(ratio(r, field("sum"), n, level, "mean"))
-    row.update(ratio(r, sd, one, level, "sd"))
+    jackknife = leave_one_out(r.units) if r.units else None
+    row.update(smooth(r, sd, level, "sd", jackknife))
     for name in ("improving", "worsening", "saturated", "flat"):
         row.update(ratio(r, field(name), n, level, name))
-    row.update(ratio(r, noise, one, level, "sd_noise"))
-    row.update(ratio(r, lambda c: np.sqrt(np.maximum(var(c) - _noise_var(r, c), 0)), one, level, "sd_excess"))
-    row.update(ratio(r, sd, noise, level, "sd_ratio"))
+    row.update(smooth(r, noise, level, "sd_noise", jackknife))
+    row.update(smooth(r, lambda c: np.sqrt(np.maximum(var(c) - _noise_var(r, c), 0)), level, "sd_excess", jackknife))
+    row.update(smooth(r, lambda c: sd(c) / noise(c), level, "sd_ratio", jackknife))
     row["noise_source"] = (
         f"seeds ({r.n_chains} runs at {r.seeded_sizes} of {len(r.sizes)} sizes)"
         if r.n_chains > 1
@@ -231,7 +262,7 @@ def _slope_row(r: TrajectoryResult, level: float) -> dict[str, Any]:
         if r.n_permutations
         else "none (two sizes)"
     )
-    return {**row, "note": note_of(r)}
+    return finished(row, r)
 
 
 def slopes_table(results: Sequence[TrajectoryResult], level: float) -> pd.DataFrame:
@@ -262,7 +293,7 @@ def transitions_table(results: Sequence[TrajectoryResult], level: float) -> pd.D
                        "S_from": r.S[j], "S_to": r.S[j + 1], "bin_from": RANK_BINS[a], "bin_to": RANK_BINS[b]}  # fmt: skip
                 row.update(ratio(r, cell, lambda c: c["tokens"][..., 0], level, "share"))
                 row.update(ratio(r, cell, row_sum, level, "conditional"))
-                rows.append({**row, "note": note_of(r)})
+                rows.append(finished(row, r))
     return rows_frame(rows, TRANSITION_COLUMNS).reindex(columns=list(TRANSITION_COLUMNS))
 
 

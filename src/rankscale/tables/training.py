@@ -90,6 +90,19 @@ def data_fits_table(metrics: pd.DataFrame, replicates: Replicates, law_k: Sequen
     return typed(rows_frame(rows, DATA_COLUMNS))
 
 
+def joint_intervals(law: FittedLaw, refitted: dict[str, np.ndarray], level: float,
+                    level_of_y: float) -> tuple[dict[str, float], dict[str, str], dict[str, str]]:  # fmt: skip
+    """The joint law's parameters with their intervals as joint_fits.csv reports them, those not identified (at a
+    bound in the fit or in most refits, or an interval spanning the whole domain: no interval) and every interval's
+    ends at a bound (benchmarks/joint_coverage.py measures the coverage of exactly these)."""
+    parameters, unidentified = law_parameters(JOINT, law, refitted, level, level_of_y)
+    at_bound = JOINT.bounded_ends(refitted, level, level_of_y)
+    for p, why in JOINT.spanning(refitted, level, level_of_y).items():  # the whole domain: no interval
+        unidentified.setdefault(p, why)
+        parameters[f"{p}_ci_low"] = parameters[f"{p}_ci_high"] = np.nan
+    return parameters, unidentified, at_bound
+
+
 def joint_fits_table(metrics: pd.DataFrame, replicates: Replicates, law_k: Sequence[int], level: float) -> pd.DataFrame:
     """y = E + A S^-alpha + B D^-beta over every size and checkpoint, per family x dataset x metric, by least squares
     in log space: parameters with intervals from every bootstrap replicate refitted with the scatter of runs and
@@ -110,11 +123,7 @@ def joint_fits_table(metrics: pd.DataFrame, replicates: Replicates, law_k: Seque
             continue
         honest = _checkpoint_noise(group, replicates, JOINT, law, points, y, run_and_point(group))
         refitted = honest.refit(JOINT, law, points, 0)  # every replicate: the joint law refits them all at once
-        parameters, unidentified = law_parameters(JOINT, law, refitted, level, float(np.median(y)))
-        at_bound = JOINT.bounded_ends(refitted, level, float(np.median(y)))
-        for p, why in JOINT.spanning(refitted, level, float(np.median(y))).items():  # the whole domain: no interval
-            unidentified.setdefault(p, why)
-            parameters[f"{p}_ci_low"] = parameters[f"{p}_ci_high"] = np.nan
+        parameters, unidentified, at_bound = joint_intervals(law, refitted, level, float(np.median(y)))
         row.update(parameters)
         residual = np.log(y) - np.log(JOINT.predict(law, points))
         corner = (size == size.max()) & (tokens == tokens[size == size.max()].max())

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import sparse
 
 from rankscale.atomic import sha256_file, write_json, write_npz
 from rankscale.bootstrap import kish_documents, replicate_totals
@@ -60,12 +61,16 @@ class TrajectoryResult:
     notes: list[str]
     point: dict[str, np.ndarray] = field(repr=False)
     replicates: dict[str, np.ndarray] = field(repr=False)
-    # Kish's effective number of the resampled documents (`rankscale.bootstrap.kish_documents`): the tables' intervals
-    # are Hesterberg's expanded percentiles for it, as every other document-level interval
+    # Kish's effective number of the resampled documents (`rankscale.bootstrap.kish_documents`): under
+    # `rankscale.intervals.RELIABLE_DOCUMENTS` of them the tables' intervals are marked unreliable
     n_eff_documents: float = math.nan
+    # every count summed per resampling unit (a corpus document) [U, ...]: the tables' intervals of ratios (cluster-
+    # robust t) and the jackknife of other statistics (BCa) come from them (`rankscale.intervals`); empty in files
+    # written before they were kept, whose intervals are then bias-corrected percentiles of the replicates
+    units: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     def meta(self) -> dict[str, Any]:
-        out = {k: v for k, v in asdict(self).items() if k not in ("point", "replicates")}
+        out = {k: v for k, v in asdict(self).items() if k not in ("point", "replicates", "units")}
         out["models"] = [asdict(m) for m in self.models]
         out["pairs"] = [asdict(p) for p in self.pairs]
         out["strata"] = [asdict(s) for s in self.strata]
@@ -121,12 +126,22 @@ def analyse(
         point={name: value.sum(axis=0) for name, value in counts.items()},
         replicates=reps,
         n_eff_documents=kish_documents(np.bincount(bootstrap.units, weights=counts["tokens"][:, 0])),
+        units=unit_sums(counts, bootstrap.units, bootstrap.n_units),
     )
+
+
+def unit_sums(counts: dict[str, np.ndarray], units: np.ndarray, n_units: int) -> dict[str, np.ndarray]:
+    """Every count [rows, ...] summed per resampling unit [n_units, ...] (`units[d]`: row d's document)."""
+    rows = len(units)
+    to_units = sparse.csr_matrix((np.ones(rows), (np.asarray(units), np.arange(rows))), shape=(n_units, rows))
+    return {name: np.asarray(to_units @ np.asarray(value, dtype=np.float64).reshape(rows, -1)).reshape(
+        n_units, *np.shape(value)[1:]) for name, value in counts.items()}  # fmt: skip
 
 
 def save(result: TrajectoryResult, npz: str | Path, meta: str | Path) -> None:
     """The counts first, then the sidecar with their checksum."""
     arrays = {f"point_{k}": v for k, v in result.point.items()} | {f"rep_{k}": v for k, v in result.replicates.items()}
+    arrays |= {f"unit_{k}": v for k, v in result.units.items()}
     write_npz(npz, **arrays)
     write_json(meta, {**result.meta(), "sha256": sha256_file(npz)})
 
@@ -139,7 +154,8 @@ def load(npz: str | Path, meta: str | Path) -> TrajectoryResult:
     with np.load(npz) as data:
         point = {k[6:]: data[k] for k in data.files if k.startswith("point_")}
         reps = {k[4:]: data[k] for k in data.files if k.startswith("rep_")}
+        units = {k[5:]: data[k] for k in data.files if k.startswith("unit_")}
     info["models"] = [TrackedModel(**m) for m in info["models"]]
     info["pairs"] = [Pair(**p) for p in info["pairs"]]
     info["strata"] = [Stratum(**s) for s in info["strata"]]
-    return TrajectoryResult(**info, point=point, replicates=reps)
+    return TrajectoryResult(**info, point=point, replicates=reps, units=units)

@@ -1,0 +1,213 @@
+"""One model's intervals in the tables beside metrics.csv (token trajectories, emergence, the rank tests): a ratio
+of document sums takes the cluster-robust t over the documents' own ratios (`rankscale.intervals.ratio_of_sums`),
+other smooth statistics BCa with the jackknife over documents, and no point ever sits on or outside its own
+interval (an interval stretched to reach its estimate is how a biased statistic showed before)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from rankscale.bootstrap import interval
+from rankscale.intervals import leave_one_out, ratio_of_sums
+from rankscale.tables import TableSettings, build_table
+from rankscale.trajectories import load, save
+from tests.test_table_headers import default_like
+from tests.test_token_trajectories import DOCS, KS, PER_DOC, family, lognormal_family, run
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+TOKEN_TABLES = ("token_churn", "token_learning", "token_slopes", "rank_transitions")
+
+
+def points_off_their_interval(frame: pd.DataFrame) -> list[str]:
+    """Every cell whose point lies outside its interval or on one end of an interval of some width (`X` beside
+    `X_ci_low`, `X_ci_high`, or `value` beside `ci_low`, `ci_high`); an interval of no width is its point."""
+    found = []
+    for low in (c for c in frame.columns if c.endswith("ci_low")):
+        name = low.removesuffix("_ci_low") if low != "ci_low" else "value"
+        high = low.replace("ci_low", "ci_high")
+        if name not in frame or high not in frame:
+            continue
+        point, lo, hi = (pd.to_numeric(frame[c], errors="coerce") for c in (name, low, high))
+        known = point.notna() & lo.notna() & hi.notna()
+        bad = known & ((point < lo) | (point > hi) | ((lo < hi) & ((point == lo) | (point == hi))))
+        bad |= known & (lo == hi) & (point != lo)
+        found += [f"{name} row {i}: {point[i]} [{lo[i]}, {hi[i]}]" for i in np.flatnonzero(bad)]
+    return found
+
+
+def test_the_check_catches_an_interval_stretched_to_its_estimate() -> None:
+    """The percentile interval that reaches for its estimate (what a biased statistic got before) puts the point
+    on its end; the check must say so, or it could not fail."""
+    replicates = np.random.default_rng(0).normal(1.0, 0.1, 400)  # every replicate above the estimate 0.5
+    low, high = interval(replicates, 0.95, 0.5)
+    frame = pd.DataFrame({"x": [0.5, 0.9], "x_ci_low": [float(low), 0.8], "x_ci_high": [float(high), 1.0]})
+    assert points_off_their_interval(frame) == [f"x row 0: 0.5 [{float(low)}, {float(high)}]"]
+    assert points_off_their_interval(frame.assign(x=[0.95, 1.2])) == ["x row 1: 1.2 [0.8, 1.0]"]
+
+
+def test_a_ratio_of_equally_long_documents_is_student_t_of_their_rates() -> None:
+    """Documents of equal length: the CR2 variance is s^2 / n and Bell and McCaffrey's df n - 1, so the interval
+    is the textbook t interval of the documents' mean rate, exactly."""
+    rng = np.random.default_rng(1)
+    hits = rng.binomial(50, rng.beta(2, 8, 12)).astype(np.float64)
+    found = ratio_of_sums(hits, np.full(12, 50.0), 0.95)[0]
+    rates = hits / 50
+    half = stats.t.ppf(0.975, 11) * rates.std(ddof=1) / np.sqrt(12)
+    assert (found.low, found.high) == pytest.approx((rates.mean() - half, rates.mean() + half), rel=1e-12)
+    assert found.mc_error == 0.0
+
+
+def test_a_ratio_over_uneven_documents_covers_its_population_value() -> None:
+    """2000 corpora of 40 documents of lognormal lengths (n_eff about 25), each with its own rate around 0.2: the
+    95% interval of hits / tokens covers the population's ratio 0.2 in 93-97% of them."""
+    rng = np.random.default_rng(2)
+    covered = 0
+    for _ in range(2000):
+        tokens = np.round(np.exp(rng.normal(4.0, 0.7, 40))) + 1
+        hits = rng.binomial(tokens.astype(np.int64), rng.beta(2, 8, 40))
+        found = ratio_of_sums(hits, tokens, 0.95)[0]
+        covered += found.low <= 0.2 <= found.high
+    assert 0.93 <= covered / 2000 <= 0.97
+
+
+def test_the_token_tables_intervals_are_the_documents_own_and_hold_their_points(tmp_path) -> None:
+    """token_churn's share gained between two sizes, from the documents' counts brute-forced off the rank arrays
+    (equal documents: Student's t of their shares), read back from a saved result; no point of any token table
+    sits on or outside its interval; the slopes' spread has a BCa interval from the jackknife over documents."""
+    ranks = lognormal_family(4)
+    result = run(*family(ranks), replicates=200)
+    save(result, tmp_path / "t.npz", tmp_path / "t.json")
+    back = load(tmp_path / "t.npz", tmp_path / "t.json")
+    assert back.units.keys() == result.point.keys()
+    for name, total in result.point.items():  # the documents' sums add up to the point's
+        assert np.allclose(back.units[name].sum(axis=0), total)
+        assert np.allclose(leave_one_out(back.units)[name][3], total - back.units[name][3])
+    settings = TableSettings(level=0.95, law_k=[1, 10], law_form=None, forms=None, refits=None, seed=None)
+    tables = {name: build_table(name, [], {}, settings, None, [back]) for name in TOKEN_TABLES}
+    for name, frame in tables.items():
+        assert points_off_their_interval(frame) == [], name
+    k = KS[0]
+    gained = ((ranks[0] > k) & (ranks[1] <= k)).reshape(DOCS, PER_DOC).mean(axis=1)
+    half = stats.t.ppf(0.975, DOCS - 1) * gained.std(ddof=1) / np.sqrt(DOCS)
+    churn = tables["token_churn"]
+    row = churn[(churn["axis"] == "size") & (churn["kind"] == "all") & (churn["k"] == k) & (churn["from"] == "m0")]
+    assert row["gained"].item() == pytest.approx(gained.mean(), rel=1e-12)
+    assert (row["gained_ci_low"].item(), row["gained_ci_high"].item()) == pytest.approx(
+        (gained.mean() - half, gained.mean() + half), rel=1e-9)  # fmt: skip
+    slopes = tables["token_slopes"].iloc[0]
+    assert slopes["sd_ci_low"] < slopes["sd"] < slopes["sd_ci_high"]
+    assert not tables["token_churn"]["note"].fillna("").str.contains("unreliable").any()
+    few = dataclasses.replace(back, n_eff_documents=6.6)  # pydoc's: the tables say its intervals do not hold
+    churn = build_table("token_churn", [], {}, settings, None, [few])
+    assert churn["note"].str.startswith("intervals unreliable: 6.6 effective documents (< 20)").all()
+
+
+def test_a_result_without_the_documents_sums_keeps_bias_corrected_intervals(tmp_path) -> None:
+    """A trajectories file written before the documents' sums were kept: BCa without acceleration of the
+    replicates, still never with its point on or outside the interval."""
+    result = run(*family(lognormal_family(3)), replicates=200)
+    old = type(result)(**{**result.__dict__, "units": {}})
+    settings = TableSettings(level=0.95, law_k=[1, 10], law_form=None, forms=None, refits=None, seed=None)
+    frame = build_table("token_churn", [], {}, settings, None, [old])
+    assert frame["gained_ci_low"].notna().any()
+    assert points_off_their_interval(frame) == []
+
+
+def test_emergence_and_rank_tests_hold_their_points_and_ratios_are_cluster_robust() -> None:
+    """From summaries of synthetic rank arrays (29 documents of 40 tokens): every emergence and rank-test interval
+    holds its point; the empirical run rate's interval is Student's t of the documents' own rates, and the
+    independent prediction's is RBP_k's to the power N."""
+    summaries, replicates = default_like()
+    settings = TableSettings(level=0.95, law_k=[1, 10], law_form="power_law", forms=None, refits=200, seed=0)
+    fits = build_table("powerlaw_fits", summaries, {"metrics": build_table("metrics", summaries, {}, settings,
+                                                                            replicates)}, settings, replicates)  # fmt: skip
+    emergence = build_table("emergence", summaries, {"powerlaw_fits": fits}, settings, replicates)
+    tests = build_table("rank_distribution_tests", summaries, {}, settings, replicates)
+    assert points_off_their_interval(emergence) == [] and points_off_their_interval(tests) == []
+    assert tests["mean_llr_ci_low"].notna().all() and (tests["mean_llr_ci_mc_error"] == 0).all()
+    assert tests["ci_reliable"].all() and emergence["ci_reliable"].all()  # 29 equal documents: a design that holds
+    s = summaries[0]
+    units = replicates.units[s.key]
+    row = emergence[(emergence["model"] == s.model) & (emergence["k"] == s.emergence_k[-1])
+                    & (emergence["N"] == s.emergence_N[0])].iloc[0]  # fmt: skip
+    i, j = len(s.emergence_k) - 1, 0
+    from rankscale.statistics import RUN_HITS, RUN_WINDOWS, TOKENS
+
+    windows = np.asarray(units[RUN_WINDOWS])[:, j]
+    rates = np.asarray(units[RUN_HITS])[:, i, j] / windows
+    assert np.ptp(windows) == 0  # equal documents: Student's t of their rates
+    half = stats.t.ppf(0.975, len(rates) - 1) * rates.std(ddof=1) / np.sqrt(len(rates))
+    assert (row["empirical_ci_low"], row["empirical_ci_high"]) == pytest.approx(
+        (rates.mean() - half, rates.mean() + half), rel=1e-9)  # fmt: skip
+    k_index = s.k.index(int(row["k"]))
+    hits = np.asarray(units["hits"])[:, k_index] / np.asarray(units[TOKENS])
+    half = stats.t.ppf(0.975, len(hits) - 1) * hits.std(ddof=1) / np.sqrt(len(hits))
+    assert row["predicted_ci_high"] == pytest.approx((hits.mean() + half) ** row["N"], rel=1e-9)
+
+
+def test_strata_intervals_are_the_documents_own_and_hold_their_points() -> None:
+    """strata.csv from summaries with two stratum kinds: no point on or outside its interval, and a stratum's share
+    of the tokens over equally long documents has Student's t interval of the documents' own shares."""
+    from rankscale.statistics import STRATA_TOKENS, TOKENS
+    from tests.test_table_headers import summaries_of
+
+    summaries, replicates = summaries_of([(name, info, S, mu) for name, info, S, mu in default_like_models()],
+                                         ["frequency"])  # fmt: skip
+    settings = TableSettings(level=0.95, law_k=[1, 10], law_form="power_law", forms=None, refits=200, seed=0)
+    strata = build_table("strata", summaries, {}, settings, replicates)
+    assert not strata.empty and points_off_their_interval(strata) == [] and strata["ci_reliable"].all()
+    assert strata["ci_low"].notna().mean() > 0.9
+    s = summaries[0]
+    units = replicates.units[s.key]
+    shares = np.asarray(units[STRATA_TOKENS])[:, 0] / np.asarray(units[TOKENS])
+    half = stats.t.ppf(0.975, len(shares) - 1) * shares.std(ddof=1) / np.sqrt(len(shares))
+    row = strata[(strata["model"] == s.model) & (strata["stratum"] == s.strata_columns[0].label)].iloc[0]
+    assert (row["share_ci_low"], row["share_ci_high"]) == pytest.approx(
+        (shares.mean() - half, shares.mean() + half), rel=1e-9)  # fmt: skip
+
+
+def default_like_models() -> list:
+    """The default-shaped run's three sizes (`tests.test_table_headers.default_like`), as models."""
+    from tests.test_table_headers import final
+
+    return [final(name, "f", S, mu) for name, S, mu in [("a", 10**6, 3.0), ("b", 10**7, 2.6), ("c", 10**8, 2.2)]]
+
+
+def test_cross_family_observed_value_has_metrics_csv_interval() -> None:
+    """cross_family.csv's measured value of a family of one model: metrics.csv's interval of it, carried into the
+    law's units (-log RBP_k: ends swapped), its point strictly inside."""
+    from rankscale.metrics import METRICS
+    from tests.test_table_headers import everything
+
+    summaries, replicates = everything()
+    settings = TableSettings(level=0.95, law_k=[1, 10], law_form="power_law", forms=None, refits=100, seed=0)
+    metrics = build_table("metrics", summaries, {}, settings, replicates)
+    fits = build_table("powerlaw_fits", summaries, {"metrics": metrics}, settings, replicates)
+    cross = build_table("cross_family", summaries, {"metrics": metrics, "powerlaw_fits": fits}, settings, replicates)
+    rows = cross[cross["observed_ci_low"].notna()]
+    assert not rows.empty and points_off_their_interval(cross) == []
+    for row in rows.itertuples():
+        name = "ce" if row.metric == "ce" else "rbp"
+        same = (metrics["model"] == row.model) & (metrics["dataset"] == row.dataset) & (metrics["metric"] == name)
+        if name == "rbp":
+            same &= metrics["k"] == row.k
+        m = metrics[same].iloc[0]
+        ends = sorted(METRICS[name].to_law(np.array([m["ci_low"], m["ci_high"]])))
+        assert (row.observed_ci_low, row.observed_ci_high) == pytest.approx(tuple(ends), rel=1e-12)
+
+
+def test_bca_acceleration_is_scale_free_down_to_tiny_rates() -> None:
+    """BCa's acceleration does not depend on the statistic's units: the jackknife of a rate of long runs (values
+    near 1e-120, where d^3 underflows) gives the same as at order 1, not 0 / 0."""
+    from rankscale.intervals import acceleration
+
+    jackknife = np.random.default_rng(3).gamma(2.0, 1.0, 40)
+    assert acceleration(jackknife * 1e-120) == pytest.approx(acceleration(jackknife), rel=1e-9)
+    d = jackknife.mean() - jackknife
+    assert acceleration(jackknife) == pytest.approx((d**3).sum() / (6 * (d**2).sum() ** 1.5), rel=1e-12)
