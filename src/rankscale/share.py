@@ -200,6 +200,16 @@ def track(root: Path, config_files: Sequence[str]) -> list[Stage]:
     return [Stage(name, merged.stages[name]["cmd"], tuple(merged.stages[name]["outs"])) for name in merged.ours]
 
 
+def pull_targets(root: Path, config_files: Sequence[str]) -> list[str]:
+    """The outputs this configuration needs that dvc.lock records: a plain `dvc pull` would also fetch every other
+    stage of dvc.yaml (the default's ladder, which a study's remote need not hold) and fail on their absence."""
+    config, plans, files = configured(config_files, root)
+    lock = yaml.safe_load((root / "dvc.lock").read_text()) or {}
+    tracked = {str(out.get("path")) for entry in (lock.get("stages") or {}).values() for out in entry.get("outs") or []}
+    needed = [out for s in dvc_stages(plans, list(config["datasets"]), config_files, files) for out in s.outs]
+    return [out for out in dict.fromkeys(needed) if out in tracked]
+
+
 def restore(root: Path, config_files: Sequence[str]) -> Restored:
     """After `dvc pull` (and any git checkout): make Snakemake see pulled arrays as up to date."""
     config, plans, files = configured(config_files, root)
@@ -330,7 +340,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "pull":
             if not (root / "dvc.lock").exists():
                 raise ShareError("no dvc.lock: nothing has been shared yet (run `track`, commit, `dvc push` first)")
-            run(dvc("pull", *(["--remote", args.remote] if args.remote else [])), root)
+            targets = pull_targets(root, args.configfile)
+            if targets:  # none tracked: nothing to pull for this configuration, and `restore` says what is
+                run(dvc("pull", *(["--remote", args.remote] if args.remote else []), *targets), root)
         if args.command == "migrate":
             done, found = migrate(root, args.configfile)
             print(f"{len(done.moved)} files moved to their keyed paths")
