@@ -53,6 +53,18 @@ def _positions(n: int, **entry: object) -> Callable[[dict, Path], None]:
     return mutate
 
 
+def _unset_max_length_with_positions(n: int) -> Callable[[dict, Path], None]:
+    """A configuration that leaves extraction.max_length to the schema (1024) and a local model of `n` positions,
+    whose own positions cap the ladder's below the default too: the ladder is removed."""
+
+    def mutate(config: dict, tmp: Path) -> None:
+        config["extraction"].pop("max_length")
+        config.pop("ladder")
+        _positions(n)(config, tmp)
+
+    return mutate
+
+
 def _broken_model_config(config: dict, tmp: Path) -> None:
     _local_model()(config, tmp)
     (tmp / "model/config.json").write_text('{"model_type": "gpt_neox",\n  "hidden_size": 16,,\n}')
@@ -110,6 +122,10 @@ PLAN_ERRORS = {
     "default window beyond a local model's positions": (
         _positions(32),
         ["extraction.max_length: 64 exceeds the 32 positions of local model 'mine'", "model/config.json"],
+    ),
+    "the schema's default window beyond a local model's positions": (
+        _unset_max_length_with_positions(128),
+        ["extraction.max_length: 1024 (the default, where a configuration does not set it) exceeds the 128 positions"],
     ),
     "local config.json is not JSON": (
         _broken_model_config,

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rankscale.config import ConfigError
+from rankscale.config import ConfigError, load_schema
 from rankscale.corpus import CorpusError
 from rankscale.layout import Ladder
 from rankscale.plan.keys import ladder_dir
@@ -166,6 +166,11 @@ def check_analysis(config: Mapping[str, Any]) -> None:
             raise ConfigError(f"analysis.strata_bins.{name}: bin edges must increase, got {edges}")
 
 
+def _schema_default(section: str, key: str) -> Any:
+    """A key's default, from the schema (the one place defaults live)."""
+    return load_schema()["properties"][section]["default"][key]
+
+
 def check_windows(
     settings: Mapping[str, Any], keys: Mapping[str, str], positions: tuple[int, str] | None, model: str
 ) -> None:
@@ -175,8 +180,11 @@ def check_windows(
     """
     length, stride = int(settings["max_length"]), settings["stride"]
     if positions is not None and length > positions[0]:
+        default = _schema_default("extraction", "max_length")
+        unset = keys["max_length"] == "extraction.max_length" and length == default
+        origin = " (the default, where a configuration does not set it)" if unset else ""
         raise ConfigError(
-            f"{keys['max_length']}: {length} exceeds the {positions[0]} positions of {positions[1]}; "
+            f"{keys['max_length']}: {length}{origin} exceeds the {positions[0]} positions of {positions[1]}; "
             f"write `max_length: {positions[0]}` (or less) at {keys['max_length']}"
         )
     if stride is not None and not 1 <= int(stride) < length:
