@@ -35,7 +35,7 @@ from rankscale.plan.prepare import REFUSED, prepare, refusal  # noqa: E402
 from rankscale.plots import FIGURES, left_out  # noqa: E402
 from rankscale.report import landing  # noqa: E402
 from rankscale.report.pages import labels as table_labels  # noqa: E402
-from rankscale.report.sections import subcategory  # noqa: E402
+from rankscale.sections import subcategory  # noqa: E402
 from rankscale.tables import TABLES  # noqa: E402
 
 # the files given with --configfile, and the default they extend where none of them sets `datasets:` (Snakefile)

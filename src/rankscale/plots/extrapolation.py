@@ -18,7 +18,7 @@ from matplotlib import ticker
 
 from rankscale.metrics import METRICS
 from rankscale.plots.common import CLIP_NOTE, Figure, FigureData, clipped_errorbar, colors, grid, legend_below, save
-from rankscale.report.sections import OUT_OF_SAMPLE
+from rankscale.sections import OUT_OF_SAMPLE
 from rankscale.tables.selection import without_notes
 
 MARKERS = {1: "o", 2: "^"}  # the largest size held out, the two largest

@@ -20,7 +20,7 @@ from rankscale.plots.common import (
     panel_note,
     save,
 )
-from rankscale.report.sections import STRATA
+from rankscale.sections import STRATA
 from rankscale.trajectories import RANK_BINS
 
 CHURN_K = (1, 10)

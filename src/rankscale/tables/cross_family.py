@@ -12,7 +12,7 @@ import pandas as pd
 from rankscale.laws import FitForm, FittedLaw
 from rankscale.laws.agreement import interval_p_value
 from rankscale.metrics import METRICS
-from rankscale.report.sections import LAWS
+from rankscale.sections import LAWS
 from rankscale.tables.base import Replicates, Table, interval_columns, rows_frame, typed, with_intervals
 from rankscale.tables.lawkit import LAW_SETTINGS, LawRefits, between_family_rows
 from rankscale.tables.selection import FitIndex, LawKey, finals, note_last, optional_int, single_size

@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rankscale import sections
 from rankscale.bootstrap import interval_mc_error
 from rankscale.intervals import BIAS_LIMIT
 from rankscale.laws import ols
 from rankscale.metrics import METRICS
 from rankscale.rankdist import FAMILIES, bound_note
-from rankscale.report import sections
 from rankscale.statistics import TOKENS
 from rankscale.summary import RankTest, Summary
 from rankscale.tables.base import Replicates, Table, largest, optional_columns, with_intervals

@@ -13,7 +13,7 @@ from rankscale.bootstrap import interval
 from rankscale.conjecture import markov_run_rate
 from rankscale.laws import FitForm, Points
 from rankscale.metrics import METRICS
-from rankscale.report.sections import EMERGENCE
+from rankscale.sections import EMERGENCE
 from rankscale.statistics import PAIRS_BOTH_HIT, PAIRS_PREV_HIT, RUN_HITS, RUN_WINDOWS
 from rankscale.summary import Summary
 from rankscale.tables.base import Replicates, Table, interval_columns, rows_frame, typed, with_intervals

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rankscale import sections
 from rankscale.bootstrap import interval
 from rankscale.laws import FitForm, FittedLaw, Points
 from rankscale.metrics import METRICS
-from rankscale.report import sections
 from rankscale.statistics import STRATA_TOKENS, TOKENS, stratum_totals
 from rankscale.strata import STRATA
 from rankscale.summary import MODEL_COLUMNS, Summary

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from rankscale.bootstrap import interval
-from rankscale.report.sections import STRATA
+from rankscale.sections import STRATA
 from rankscale.tables.base import Table, interval_columns, rows_frame, typed
 from rankscale.trajectories import RANK_BINS, TrajectoryResult
 
