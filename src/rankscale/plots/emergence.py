@@ -19,10 +19,10 @@ from rankscale.plots.common import (
     cycle_color,
     figure_legend,
     grid,
+    readable_log_ticks,
     save,
 )
-from rankscale.plots.laws import readable_log_ticks
-from rankscale.report.sections import EMERGENCE
+from rankscale.sections import EMERGENCE
 from rankscale.tables import LawKey, finals, select
 from rankscale.tables.selection import n_sizes
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,32 +20,17 @@ from rankscale.plots.common import (
     cycle_color,
     grid,
     legend_below,
+    nothing_to_draw,
+    readable_log_ticks,
     save,
+    say_left_out,
 )
-from rankscale.plots.laws import draw_law, readable_log_ticks
+from rankscale.plots.law_lines import draw_law
 from rankscale.rankdist import FAMILIES
-from rankscale.report.sections import LOGNORMAL
+from rankscale.sections import LOGNORMAL
 from rankscale.tables import LawKey, finals, select
 
 NOT_IDENTIFIED_NOTE = "no identified lognormal (a parameter at a bound, or none fitted), left out: "
-
-
-def say_left_out(ax: Any, what: str, models: Sequence[str]) -> None:
-    """Say on the panel which models' fits are not drawn: a fit at a bound is a limit, not a result, and a
-    reader must not take its absence for missing data. The text sits between the panel's title (call this after
-    setting it) and its top edge, so it covers no point."""
-    if not len(models):
-        return
-    lines = textwrap.wrap(what + ", ".join(models), width=80)
-    ax.text(0.5, 1.01, "\n".join(lines), transform=ax.transAxes, ha="center", va="bottom", fontsize=6, color="0.2")
-    ax.set_title(ax.get_title(), pad=6.0 + 7.5 * len(lines))
-
-
-def nothing_to_draw(ax: Any, why: str) -> None:
-    """An empty panel that says why (one model per family, every fit at a bound), rather than a blank or a crash."""
-    ax.axis("off")
-    ax.text(0.5, 0.5, f"nothing to draw: {why}", transform=ax.transAxes, ha="center", va="center", fontsize=8,
-            wrap=True)  # fmt: skip
 
 
 def unidentified(table: pd.DataFrame) -> list[str]:

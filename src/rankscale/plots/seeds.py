@@ -11,9 +11,17 @@ import pandas as pd
 
 from rankscale.bootstrap import has_replicas, interval
 from rankscale.laws import Points
-from rankscale.plots.common import S_LABEL, Figure, FigureData, cycle_color, grid, legend_below, save
-from rankscale.plots.laws import readable_log_ticks
-from rankscale.report.sections import SEEDS
+from rankscale.plots.common import (
+    S_LABEL,
+    Figure,
+    FigureData,
+    cycle_color,
+    grid,
+    legend_below,
+    readable_log_ticks,
+    save,
+)
+from rankscale.sections import SEEDS
 from rankscale.tables import LawKey, select
 from rankscale.tables.lawkit import LawRefits
 from rankscale.tables.selection import optional_int

@@ -28,11 +28,12 @@ from rankscale.plots.common import (
     figure_legend,
     grid,
     legend_below,
+    nothing_to_draw,
+    readable_log_ticks,
     save,
+    say_left_out,
 )
-from rankscale.plots.laws import readable_log_ticks
-from rankscale.plots.lognormal import nothing_to_draw, say_left_out
-from rankscale.report.sections import STRATA
+from rankscale.sections import STRATA
 from rankscale.tables import finals, select
 from rankscale.tables.selection import ONE_SIZE, n_sizes, without_notes
 

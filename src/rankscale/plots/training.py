@@ -19,10 +19,10 @@ from rankscale.plots.common import (
     cycle_color,
     grid,
     legend_below,
+    readable_log_ticks,
     save,
 )
-from rankscale.plots.laws import readable_log_ticks
-from rankscale.report.sections import TRAINING_TOKENS
+from rankscale.sections import TRAINING_TOKENS
 from rankscale.tables import select
 
 D_LABEL = "training tokens $D$"
