@@ -16,7 +16,7 @@ from rankscale.rankfile import RankArrays
 from rankscale.strata import StrataSettings
 from rankscale.summary import ModelInfo, Resampling, SummarySettings, summarize
 from rankscale.tables import TableSettings, build_table
-from rankscale.trajectories import Bootstrap, TrackedModel, learning_codes, load, save, trajectories
+from rankscale.trajectories import TrackedModel, learning_codes, load, save, trajectories
 from rankscale.trajectories.compute import permutations
 from rankscale.windows import WindowSpec
 
@@ -54,7 +54,7 @@ def family(ranks: list[np.ndarray], seeds: list[int | None] | None = None, sizes
 
 
 def run(models, arrays, metas, replicates: int = 200):
-    bootstrap = Bootstrap(np.arange(DOCS), DOCS, replicates, 0, "d")
+    bootstrap = Resampling(np.arange(DOCS), DOCS, replicates, 0, "d")
     return trajectories("f", "d", models, lambda i: (arrays[i], metas[i]), bootstrap, KS, STRATA,
                         WindowSpec(PER_DOC, None, None), None)  # fmt: skip
 

@@ -10,13 +10,14 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any en
 
 from pathlib import Path
 
+from rankscale.bootstrap import Resampling
 from rankscale.identity import RankIdentity
 from rankscale.logs import setup_logging
 from rankscale.rankfile import check_provenance, load_rank_arrays
 from rankscale.strata import StrataSettings
 from rankscale.token_kinds import load_token_table
 from rankscale.tokens import corpus_units
-from rankscale.trajectories import Bootstrap, TrackedModel, save, trajectories
+from rankscale.trajectories import TrackedModel, save, trajectories
 
 log = setup_logging(snakemake.log[0])
 family, dataset = snakemake.wildcards.family, snakemake.wildcards.dataset
@@ -39,7 +40,7 @@ def read(i):
 # the reference the others align with (rankscale.trajectories.align): its token file maps documents to the corpus
 ref = sorted(range(len(models)), key=lambda i: (not models[i].final, models[i].S, models[i].name))[0]
 corpus_meta = json.loads(Path(inputs.corpus_meta).read_text())
-bootstrap = Bootstrap(
+bootstrap = Resampling.for_dataset(
     corpus_units(tokens_metas[ref], inputs.tokens_meta[ref]),
     int(corpus_meta["documents"]),
     int(settings["replicates"]),

@@ -10,11 +10,12 @@ from typing import Any
 
 import numpy as np
 
+from rankscale.bootstrap import Resampling
 from rankscale.rankfile import RankArrays
 from rankscale.strata import StrataSettings, StrataTokens, assign
 from rankscale.trajectories.align import Aligned, TrackedModel, align, alignment_problems
 from rankscale.trajectories.compute import RANK_BINS, Groups, Pair, learning_codes, size_chains
-from rankscale.trajectories.result import Bootstrap, TrajectoryResult, analyse, load, save
+from rankscale.trajectories.result import TrajectoryResult, analyse, load, save
 from rankscale.windows import WindowSpec
 
 
@@ -23,7 +24,7 @@ def trajectories(
     dataset: str,
     models: Sequence[TrackedModel],
     read: Callable[[int], tuple[RankArrays, Mapping[str, Any]]],
-    bootstrap: Bootstrap,
+    bootstrap: Resampling,
     ks: Sequence[int],
     strata: StrataSettings,
     windows: WindowSpec,
@@ -45,7 +46,6 @@ def trajectories(
 __all__ = [
     "RANK_BINS",
     "Aligned",
-    "Bootstrap",
     "Groups",
     "Pair",
     "TrackedModel",
