@@ -14,14 +14,13 @@ from rankscale.bootstrap import Resampling
 from rankscale.identity import RankIdentity
 from rankscale.logs import setup_logging
 from rankscale.rankfile import check_provenance, load_rank_arrays
-from rankscale.strata import StrataSettings
 from rankscale.token_kinds import load_token_table
 from rankscale.tokens import corpus_units
-from rankscale.trajectories import TrackedModel, save, trajectories
+from rankscale.trajectories import TrackedModel, TrajectorySettings, save, trajectories
 
 log = setup_logging(snakemake.log[0])
 family, dataset = snakemake.wildcards.family, snakemake.wildcards.dataset
-settings = snakemake.params.settings
+settings = TrajectorySettings.from_params(snakemake.params.settings)
 entries = snakemake.params.models
 inputs = snakemake.input
 metas = [json.loads(Path(p).read_text()) for p in inputs.meta]
@@ -43,14 +42,14 @@ corpus_meta = json.loads(Path(inputs.corpus_meta).read_text())
 bootstrap = Resampling.for_dataset(
     corpus_units(tokens_metas[ref], inputs.tokens_meta[ref]),
     int(corpus_meta["documents"]),
-    int(settings["replicates"]),
-    int(settings["seed"]),
+    settings.replicates,
+    settings.seed,
     dataset,
 )
 vocab = min(int(m["vocab_size"]) for m in metas)
-ks = [k for k in settings["ks"] if k <= vocab]
+ks = [k for k in settings.ks if k <= vocab]
 table = load_token_table(inputs.token_table[ref])
-result = trajectories(family, dataset, models, read, bootstrap, ks, StrataSettings.from_params(settings["strata"]),
+result = trajectories(family, dataset, models, read, bootstrap, ks, settings.strata,
                       identities[ref].windows, table.kinds)  # fmt: skip
 save(result, snakemake.output.counts, snakemake.output.meta)
 for note in result.notes:

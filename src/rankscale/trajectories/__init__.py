@@ -5,7 +5,7 @@ arrays (rule `trajectories`) and writes the counts four tables read (`rankscale.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -17,6 +17,26 @@ from rankscale.trajectories.align import Aligned, TrackedModel, align, alignment
 from rankscale.trajectories.compute import RANK_BINS, Groups, Pair, learning_codes, size_chains
 from rankscale.trajectories.result import TrajectoryResult, analyse, load, save
 from rankscale.windows import WindowSpec
+
+
+@dataclass(frozen=True)
+class TrajectorySettings:
+    """What a `trajectories` job counts with, typed once from its params (`rankscale.plan.trajectory_settings`
+    makes them from the validated configuration): the k followed, the bootstrap's draws (the summaries', so every
+    interval is paired) and the strata."""
+
+    ks: list[int]
+    replicates: int
+    seed: int
+    strata: StrataSettings
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> TrajectorySettings:
+        unknown = set(params) - {"ks", "replicates", "seed", "strata"}
+        if unknown:
+            raise KeyError(f"trajectory settings {sorted(unknown)} are not fields of TrajectorySettings")
+        return cls([int(k) for k in params["ks"]], int(params["replicates"]), int(params["seed"]),
+                   StrataSettings.from_params(params["strata"]))  # fmt: skip
 
 
 def trajectories(
@@ -50,6 +70,7 @@ __all__ = [
     "Pair",
     "TrackedModel",
     "TrajectoryResult",
+    "TrajectorySettings",
     "align",
     "alignment_problems",
     "analyse",
