@@ -25,7 +25,7 @@ from rankscale.bootstrap import (
     spread_to_noise,
 )
 from rankscale.laws import FORMS, Points, PowerLaw, compare_forms, fit_power_law
-from rankscale.plots.common import FigureData
+from rankscale.plots.common import FigureData, FigureSettings
 from rankscale.plots.extrapolation import fig_extrapolation
 from rankscale.statistics import Totals
 from rankscale.tables import Replicates
@@ -217,7 +217,7 @@ def test_extrapolation_figure_draws_when_no_size_can_be_held_out(tmp_path: Path)
         seed=None,
         replicates=None,
     )
-    fig_extrapolation(data, {}, png)
+    fig_extrapolation(data, FigureSettings(), png)
     assert png.stat().st_size > 0 and png.with_suffix(".pdf").stat().st_size > 0
 
 

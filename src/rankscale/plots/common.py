@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from matplotlib.legend import Legend  # noqa: E402
 from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
 from rankscale.atomic import atomic_path  # noqa: E402
-from rankscale.laws import FitForm  # noqa: E402
+from rankscale.laws import FORMS, FitForm  # noqa: E402
 from rankscale.sections import subcategory  # noqa: E402
 from rankscale.tables import Replicates  # noqa: E402
 
@@ -35,6 +35,44 @@ CLIP_NOTE = (
 CLIPPED_LABEL = "interval runs past the panel (arrow)"
 DEGENERATE_LABEL = "degenerate interval (hollow, ringed)"
 BELOW = "rankscale:legend-below"  # gid of an axes legend that `save` places under the axes' x label
+
+
+@dataclass(frozen=True)
+class FigureSettings:
+    """What one figure job is drawn with, typed once from its params (`rankscale.plan.figure_settings` makes them
+    from the validated configuration): the `figures:` keys the figure declares (`Figure.settings`; the others
+    are None here), the datasets and models it draws, the law form, and its bands' level, refits and seed. A new
+    `figures:` key is a field here, with its default in config/schema.yaml."""
+
+    rbp_k: list[int] | None = None  # figures.rbp_k: the k of Fig. 4
+    large_k: list[int] | None = None  # figures.large_k: the k of Fig. 5
+    emergence_extrapolate: float | None = None  # figures.emergence_extrapolate: decades Fig. 7b draws beyond
+    snr_threshold: float | None = None  # figures.snr_threshold: Fig. 6 marks the k below it
+    datasets: list[str] = field(default_factory=list)  # the run's datasets, in order (the figure's columns)
+    models: list[str] = field(default_factory=list)  # models whose histograms or replicates it reads
+    law_form: str | None = None  # analysis.law_form, for a figure that draws fits
+    level: float | None = None  # analysis.bootstrap.level, for a figure with bands
+    refits: int | None = None  # analysis.bootstrap.refits
+    seed: int | None = None  # analysis.bootstrap.seed
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> FigureSettings:
+        unknown = set(params) - {f.name for f in fields(cls)}
+        if unknown:
+            raise KeyError(f"figure settings {sorted(unknown)} are not fields of FigureSettings")
+        return cls(**params)
+
+    def get(self, name: str) -> Any:
+        """A `figures:` setting the figure declared (`Figure.settings`); reading an undeclared one is a bug, said so."""
+        value = getattr(self, name)
+        if value is None:
+            raise KeyError(f"this figure reads figures setting {name!r} but does not declare it in Figure.settings")
+        return value
+
+    @property
+    def form(self) -> FitForm | None:
+        """The fit form powerlaw_fits.csv holds, for a figure that draws fits (None for the others)."""
+        return FORMS[self.law_form] if self.law_form else None
 
 
 @dataclass(frozen=True)
@@ -61,7 +99,7 @@ class FigureData:
 @dataclass(frozen=True)
 class Figure:
     name: str  # results/<run>/figures/<name>.png and .pdf
-    plot: Callable[[FigureData, Mapping[str, Any], Path], None]  # (data, settings, png path)
+    plot: Callable[[FigureData, FigureSettings, Path], None]  # (data, settings, png path)
     caption: str  # reStructuredText, shown in the Snakemake report
     tables: tuple[str, ...]  # results/<run>/tables/<name>.csv it reads
     section: str  # the analysis the report lists it under (rankscale.sections)

@@ -3,7 +3,7 @@ cross-entropy in bits per byte). The out-of-sample test of the laws (Fig. 9) is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from rankscale.plots.common import (
     S_LABEL,
     Figure,
     FigureData,
+    FigureSettings,
     colors,
     cycle_color,
     figure_legend,
@@ -90,16 +91,16 @@ def rbp_rows(data: FigureData, ks: Sequence[int], png: Path) -> None:
     save(fig, png)
 
 
-def fig_rbp1(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_rbp1(data: FigureData, settings: FigureSettings, png: Path) -> None:
     rbp_rows(data, [1], png)
 
 
-def fig_rbp_k(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
-    rbp_rows(data, settings["rbp_k"], png)
+def fig_rbp_k(data: FigureData, settings: FigureSettings, png: Path) -> None:
+    rbp_rows(data, settings.get("rbp_k"), png)
 
 
-def fig_large_k(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
-    rbp_rows(data, settings["large_k"], png)
+def fig_large_k(data: FigureData, settings: FigureSettings, png: Path) -> None:
+    rbp_rows(data, settings.get("large_k"), png)
 
 
 def low_snr_spans(k: np.ndarray, snr: np.ndarray, threshold: float) -> list[tuple[float, float]]:
@@ -118,7 +119,7 @@ def low_snr_spans(k: np.ndarray, snr: np.ndarray, threshold: float) -> list[tupl
     return spans
 
 
-def fig_r2_alpha(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_r2_alpha(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """R^2 and alpha of the -log RBP_k law as functions of k, with bootstrap bands (paper Fig. 6)."""
     fits = data.tables["powerlaw_fits"]
     palette = colors(fits["family"].unique())
@@ -137,7 +138,7 @@ def fig_r2_alpha(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
                 ax.semilogx(k, group[p], ".-", color=palette[family], label=family, ms=3)
                 ax.fill_between(k, group[f"{p}_ci_low"], group[f"{p}_ci_high"], color=palette[family], alpha=0.2, lw=0)
             if not marked:
-                for start, end in low_snr_spans(k, group["snr"].to_numpy(float), settings["snr_threshold"]):
+                for start, end in low_snr_spans(k, group["snr"].to_numpy(float), settings.get("snr_threshold")):
                     for ax in axes[:, j]:
                         ax.axvspan(start, end, color="0.85", zorder=0, lw=0)
                 marked = True
@@ -151,7 +152,7 @@ def fig_r2_alpha(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
         axes[0, j].set_ylabel("$R^2$ of the fit (log space)")
         exponent = data.law_form.exponent
         axes[1, j].set_ylabel("exponent $\\alpha$" if exponent == "alpha" else f"{data.law_form.name}: {exponent}")
-        axes[0, j].plot([], [], "s", color="0.85", label=f"SNR < {settings['snr_threshold']:g}")
+        axes[0, j].plot([], [], "s", color="0.85", label=f"SNR < {settings.get('snr_threshold'):g}")
         for ax in axes[:, j]:
             ax.set_xlabel("$k$")
             ax.grid(True, which="both", alpha=0.3)
@@ -162,7 +163,7 @@ def fig_r2_alpha(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
 CE_AND_RBP1 = (("ce", None, "o", "CE"), ("neg_log_rbp", 1, "s", "$-\\log\\,\\mathrm{RBP}_1$"))  # Fig. 8a's laws
 
 
-def fig_ce_vs_rbp1(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_ce_vs_rbp1(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """CE and -log RBP_1 against S on shared log axes, so their slopes compare at a glance (paper Fig. 8, left)."""
     metrics = data.tables["metrics"]
     families = sorted(metrics["family"].unique())
@@ -184,7 +185,7 @@ def fig_ce_vs_rbp1(data: FigureData, settings: Mapping[str, Any], png: Path) -> 
     save(fig, png)
 
 
-def fig_bits_per_byte(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_bits_per_byte(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """Cross-entropy in bits per byte of text against S, every family on one panel per dataset: unlike nats per
     token, comparable between families whose tokenizers differ."""
     fig, axes = grid(1, len(data.datasets), w=4.8, h=4.2)

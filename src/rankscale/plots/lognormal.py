@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -15,6 +13,7 @@ from rankscale.plots.common import (
     S_LABEL,
     Figure,
     FigureData,
+    FigureSettings,
     clipped_errorbar,
     colors,
     cycle_color,
@@ -39,7 +38,7 @@ def unidentified(table: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(table.loc[missing, "model"]))
 
 
-def fig_derived_laws(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_derived_laws(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """Measured CE and -log RBP_1 against S with their laws, beside the laws the fitted lognormal implies."""
     metrics = data.tables["metrics"]
     contrasts = data.tables["exponent_contrasts"]
@@ -83,7 +82,7 @@ def fig_derived_laws(data: FigureData, settings: Mapping[str, Any], png: Path) -
     save(fig, png)
 
 
-def fig_mu_sigma(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_mu_sigma(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """mu/sigma (top) and mu, sigma (bottom) of the fitted lognormal against S, with intervals and the
     linear trend in log S of lognormal_trends.csv (paper Fig. 8, right; Hypothesis 2)."""
     table, trends = finals(data.tables["conjecture"]), data.tables["lognormal_trends"]
@@ -140,7 +139,7 @@ def fig_mu_sigma(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
     save(fig, png)
 
 
-def fig_decomposition(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_decomposition(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """CE stacked into error entropy, self-alignment and confidence against S (arXiv 2510.04067)."""
     table, fits = finals(data.tables["conjecture"]), data.tables["powerlaw_fits"]
     parts = (("ee", "error entropy"), ("self_alignment", "self-alignment"), ("confidence", "confidence $-\\log C$"))
@@ -186,7 +185,7 @@ def binned(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return sums / np.diff(edges)
 
 
-def fig_rank_histogram(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_rank_histogram(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """Rank distribution in logarithmic bins (density per rank) with the fitted lognormal and the best alternative,
     smallest and largest model of each family."""
     lognormal, tests = finals(data.tables["lognormal_fits"]), data.tables["rank_distribution_tests"]

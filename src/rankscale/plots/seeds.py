@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from rankscale.plots.common import (
     S_LABEL,
     Figure,
     FigureData,
+    FigureSettings,
     cycle_color,
     grid,
     legend_below,
@@ -64,7 +64,7 @@ def _panel(ax: Any, data: FigureData, key: LawKey) -> bool:
     return True
 
 
-def fig_seeds(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_seeds(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """-log RBP_1 and CE against S for every family with several seeds per size: each seed and the pool."""
     metrics = data.tables["metrics"]
     final = metrics[metrics["final"].astype(bool)].drop_duplicates("model")
