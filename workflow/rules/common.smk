@@ -119,14 +119,7 @@ wildcard_constraints:
 
 def write_manifest():
     pairs = [(m, d) for m in MODELS for d in DATASETS]
-    benchmarks = {
-        "extract": [Path(LAYOUT.extract_benchmark(m, d)) for m, d in pairs],
-        "summarize": [Path(LAYOUT.summarize_benchmark(m, d)) for m, d in pairs],
-        "table": [Path(LAYOUT.run_benchmark("tables", t)) for t in TABLES],
-        "figure": [Path(LAYOUT.run_benchmark("figures", f)) for f in FIGURES],
-        "ladder_train": [Path(LADDER_FILES.benchmark(m)) for m in MODELS if PLAN[m].ladder],
-        "gguf_convert": [Path(Layout.gguf_benchmark(g)) for g in GGUF],
-    }
+    benchmarks = manifest_module.benchmark_files(LAYOUT, PLAN, DATASETS, TABLES, FIGURES, FAMILIES)
     sidecars = [Path(LAYOUT.ranks(m, d, "json")) for m, d in pairs]
     try:
         built = manifest_module.build(config, Path(workflow.basedir), sidecars, benchmarks)
