@@ -13,7 +13,7 @@ import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
-from rankscale.layout import RESERVED_RUNS, Layout
+from rankscale.layout import RESERVED_RUNS, Layout, RunFiles
 from tests.conftest import REPO
 
 ROOTS = ("results", "resources", "logs")
@@ -83,3 +83,12 @@ def test_reserved_runs_are_the_intermediates_directories() -> None:
         assert pattern.split("/")[1] in RESERVED_RUNS
     for pattern in (Layout.EXTRACT_BENCHMARK, Layout.SUMMARIZE_BENCHMARK, Layout.GGUF_BENCHMARK):
         assert pattern.startswith(f"results/{RESERVED_RUNS[-1]}/")
+
+
+def test_a_runs_files_are_spelled_once() -> None:
+    """The run directory's files (`RunFiles`): the layout's own, and any copy's the landing page and `load` read."""
+    files = RunFiles("copy/of/a/run")
+    assert (files.table("metrics"), files.manifest, files.landing) == (
+        "copy/of/a/run/tables/metrics.csv", "copy/of/a/run/manifest.json", "copy/of/a/run/report/landing.rst"
+    )  # fmt: skip
+    assert Layout.MANIFEST == f"{Layout.RUN}/manifest.json" and RunFiles(Layout.RUN).table() == "results/{run}/tables/{table}.csv"

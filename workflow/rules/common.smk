@@ -88,7 +88,7 @@ TABLE_PAGES = expand(LAYOUT.table_page(), table=TABLES)  # the tables as the rep
 # any run has succeeded there is nothing to report: outputs are not marked for it (Snakemake would stop at the
 # first missing one) and the report's one line says so (workflow/report/no_results.rst). --report-after-run
 # reports the run it follows.
-LANDING = Path(OUT, landing.LANDING).resolve()
+LANDING = Path(LAYOUT.landing).resolve()
 REPORTABLE = Path(MANIFEST).is_file() or "--report-after-run" in sys.argv
 REPORT_PAGE = str(LANDING) if LANDING.is_file() or "--report-after-run" in sys.argv else "workflow/report/no_results.rst"
 # a figure of checkpoints or seeds is left out of a study that has none (said on the report's landing page)
