@@ -21,7 +21,8 @@ CORPUS_FORMAT = FormatVersion(version=1, code="f36c99be806abca9", scripts=("corp
 # version 2: each document begins with the start tokens its tokenizer adds (a BOS), never with an appended EOS
 # (a GPU's float32 head from the tensor cores, the float32 head up to its sums' order; the summaries' documents: same version)
 # (the fused rank kernel: the float32 head up to its sums' order, at near ties only: same version)
-RANK_FORMAT = FormatVersion(version=2, code="9dadfb362d1ea14c", scripts=("tokenize", "extract"))
+# (the layout spells a run directory's files once, RunFiles: no rank array changes, same version)
+RANK_FORMAT = FormatVersion(version=2, code="4573ca6004048117", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
     version=1, code="a5822a4b4125c43b", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )
