@@ -31,7 +31,7 @@ from pathlib import Path
 import harness
 import yaml
 
-from rankscale.plan import ladder_dir
+from rankscale.layout import Layout
 from rankscale.share import configured
 
 NEW_SIZE = {"name": "ladder-l4-d160", "layers": 4, "d_model": 160, "heads": 4}
@@ -111,13 +111,13 @@ def main(argv: list[str] | None = None) -> str:
     rerun_start = time.time()
     rerun, _ = snakemake(workdir, *rerun_args)
 
-    rerun_config, _, files = configured(rerun_args[rerun_args.index("--configfile") + 1 :], workdir)
+    _, _, files = configured(rerun_args[rerun_args.index("--configfile") + 1 :], workdir)
     bench = {  # where each rule's benchmark files are (rankscale.layout, workflow/rules/ladder.smk)
-        "ladder_train": workdir / "logs/ladder" / Path(ladder_dir(rerun_config, validated=True)).name / "benchmarks",
-        "extract": workdir / "results/benchmarks/extract",
-        "summarize": workdir / "results/benchmarks/summarize",
-        "tables": workdir / files.out / "benchmarks/tables",
-        "figures": workdir / files.out / "benchmarks/figures",
+        "ladder_train": workdir / Path(files.ladder.benchmark()).parent,
+        "extract": workdir / Path(Layout.EXTRACT_BENCHMARK).parents[1],  # <model>/<ranks>.tsv below it
+        "summarize": workdir / Path(Layout.SUMMARIZE_BENCHMARK).parents[1],
+        "tables": workdir / Path(files.run_benchmark("tables", "any")).parent,
+        "figures": workdir / Path(files.run_benchmark("figures", "any")).parent,
     }
     fresh = lambda rule, pattern: sorted(  # noqa: E731
         q for q in bench[rule].glob(pattern) if q.stat().st_mtime >= rerun_start

@@ -331,7 +331,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--float32", type=Path, required=True, help="the float32 run's configuration file")
     p.add_argument("--bfloat16", type=Path, required=True, help="the bfloat16 run's configuration file")
-    p.add_argument("--root", type=Path, default=Path.cwd(), help="the checkout whose results/ holds both runs")
+    p.add_argument("--root", type=Path, default=Path.cwd(), help="the checkout that holds both runs' results")
     p.add_argument("--models", nargs="*", default=[], help="compare these models alone (default: every final model)")
     p.add_argument("--datasets", nargs="*", default=[], help="these datasets alone (default: every dataset)")
     p.add_argument(

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from rankscale.laws import FORMS, Points
+from rankscale.layout import Layout, RunFiles, fill
 from rankscale.metrics import METRICS
 from rankscale.summary import SummaryPaths, load_replicates, read_summary
 from rankscale.tables import Replicates, finals, read_table
@@ -43,7 +44,7 @@ def replicates_of(run_dir: Path, metrics: pd.DataFrame) -> Replicates:
     """The summaries (and their replicates) of the models x datasets of `metrics`, from DIR/results/summary."""
     wanted = set(zip(metrics["model"], metrics["dataset"], strict=True))
     found = {}
-    for path in sorted((run_dir / "results/summary").glob("*/*.json")):
+    for path in sorted(run_dir.glob(f"{fill(Layout.SUMMARY, model='*', summary='*')}.json")):
         summary = read_summary(path)
         key = (summary.model, summary.dataset)
         if key in wanted:
@@ -89,7 +90,7 @@ def main() -> None:
     parser.add_argument("--level", type=float, default=0.95)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    metrics = finals(read_table(args.run_dir / "results" / args.run / "tables/metrics.csv"))
+    metrics = finals(read_table(args.run_dir / RunFiles(fill(Layout.RUN, run=args.run)).table("metrics")))
     judged = pd.DataFrame([j.__dict__ for j in leave_one_out(metrics, replicates_of(args.run_dir, metrics),
                                                              args.level, args.seed)])  # fmt: skip
     for label, part in (("all", judged), ("tau^2 = 0", judged[judged["tau2"] <= 0]),

@@ -35,6 +35,7 @@ from rankscale.bootstrap import interval, kish_documents
 from rankscale.laws import FORMS, Points
 from rankscale.laws.few_documents import MIN_DOCUMENTS, Documents, few_documents_test
 from rankscale.laws.random_effects import hotelling_p, residual_basis
+from rankscale.layout import Layout
 from rankscale.tables.lawkit import exponent_contrast
 from rankscale.tables.noise import LawNoise, Noise
 
@@ -203,7 +204,7 @@ def share(count: int, total: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--summary-dir", type=Path, default=Path("results/summary"))
+    parser.add_argument("--summary-dir", type=Path, default=Path(Layout.SUMMARY).parents[1])  # <model>/<summary> below it
     parser.add_argument("--sims", type=int, default=1000)
     parser.add_argument("--replicates", type=int, default=0, help="bootstrap replicates for intervals (0: none)")
     parser.add_argument("--cells", nargs="+", default=list(CELLS), choices=CELLS)

@@ -25,12 +25,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # this che
 
 from rankscale.canon import keyed_name  # noqa: E402
 from rankscale.identity import OWN_SHA, TOKENS_SHA, RankIdentity  # noqa: E402
+from rankscale.layout import Layout  # noqa: E402
 from rankscale.tokens import load_tokens  # noqa: E402
 
 
 def token_file(meta: dict, root: Path = Path(".")) -> Path:
     """The token file the array with sidecar `meta` was scored from: its tokenizer's and dataset's, by checksum."""
-    folder = root / "results/tokens" / meta["tokenizer_key"]
+    folder = root / Layout.tokens_dir(meta["tokenizer_key"])
     found = [
         path
         for path in sorted(folder.glob(f"{meta['dataset']}-*.npz"))

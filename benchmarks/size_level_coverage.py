@@ -44,6 +44,7 @@ from rankscale.laws.random_effects import (
     size_matrix,
     with_size_level,
 )
+from rankscale.layout import Layout, fill
 from rankscale.metrics import METRICS
 
 SIZES = np.array([25_472, 77_568, 172_800, 473_088, 1_198_080, 3_159_552], dtype=np.float64)  # the ladder's S
@@ -249,7 +250,7 @@ def summary_files(run_dir: Path, dataset: str, config_files: list[str] | None = 
         return [run_dir / files.summary(model, dataset) for model in plans]
     from rankscale.canon import keyed_name
 
-    found = sorted((run_dir / "results/summary").glob(f"*/{dataset}-*.json"))
+    found = sorted(run_dir.glob(f"{fill(Layout.SUMMARY, model='*', summary=f'{dataset}-*')}.json"))
     # `<dataset>-*` also matches a dataset whose name continues with "-...": keep this dataset's own
     found = [p for p in found if keyed_name(p.name.removesuffix(".json")) == dataset]
     models = [p.parent.name for p in found]

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from rankscale.atomic import checksum_matches, remember_checksum, sha256_file
+from rankscale.layout import Layout, fill
 from rankscale.plots import FIGURES
 from rankscale.summary import SummaryPaths, read_summary
 from rankscale.tables import TABLES
@@ -66,7 +67,7 @@ def summary_files(run_dir: Path, config_files: list[str] | None) -> list[Path]:
         config, plans, layout = configured(config_files, run_dir)
         return [run_dir / layout.summary(m, d) for m in plans for d in sorted(config["datasets"])]
     # results/summary/<model>/ holds <dataset>-<key>.json beside its .hist.npz and .boot.npz: no other JSON
-    return sorted((run_dir / "results/summary").glob("*/*.json"))
+    return sorted(run_dir.glob(f"{fill(Layout.SUMMARY, model='*', summary='*')}.json"))
 
 
 def _hashing(pairs: list[tuple[Path, str]]) -> None:

@@ -22,9 +22,10 @@ import tracemalloc
 
 import numpy as np
 
+from rankscale.bootstrap import Resampling
 from rankscale.rankfile import RankArrays
 from rankscale.strata import StrataSettings
-from rankscale.trajectories import Bootstrap, TrackedModel, trajectories
+from rankscale.trajectories import TrackedModel, trajectories
 from rankscale.windows import WindowSpec
 
 KS = [1, 10, 50, 100]
@@ -53,7 +54,7 @@ def memory(models: int, tokens: int, replicates: int) -> None:
     floor = tokens * (4 * 3 + 8)  # the shared doc/pos/target and one float64 base the synthetic loader keeps
     tracemalloc.start()
     start = time.perf_counter()
-    result = trajectories("f", "d", fam, read, Bootstrap(np.arange(n_docs), n_docs, replicates, 0, "d"), KS, STRATA,
+    result = trajectories("f", "d", fam, read, Resampling(np.arange(n_docs), n_docs, replicates, 0, "d"), KS, STRATA,
                           WindowSpec(per_doc, None, None), None)  # fmt: skip
     wall = time.perf_counter() - start
     _, peak = tracemalloc.get_traced_memory()
@@ -104,7 +105,7 @@ def run_family(doc: np.ndarray, ranks: list[np.ndarray], replicates: int, seed: 
     meta = {"tokens_sha256": "t", "n_tokens": doc.size}
     arrays = [RankArrays(r, np.zeros(doc.size, np.float32), doc.astype(np.uint32), pos, target) for r in ranks]
     return trajectories("f", "d", _family(len(ranks)), lambda i: (arrays[i], meta),
-                        Bootstrap(np.arange(n), n, replicates, seed, "d"), [1, 10],
+                        Resampling(np.arange(n), n, replicates, seed, "d"), [1, 10],
                         StrataSettings([], {}, [1, 10]), WindowSpec(10**6, None, None), None)  # fmt: skip
 
 

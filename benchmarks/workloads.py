@@ -21,6 +21,7 @@ import yaml
 
 from rankscale.config import load_schema
 from rankscale.extract import ExtractionSettings, extract_ranks
+from rankscale.layout import LADDERS, Ladder
 from rankscale.rankfile import RankArrays
 from rankscale.tokens import TokenizedCorpus, tokenize_documents
 from rankscale.windows import Windows, WindowSpec, plan_windows
@@ -143,10 +144,10 @@ def real_model(name: str, workdir: Path) -> Path:
 
 def trained_ladder(run: Path, name: str) -> Path:
     """The ladder directory (resources/ladder/<key>/) of a finished workflow run that holds model `name`."""
-    found = sorted(path.parents[1] for path in (run / "resources" / "ladder").glob(f"*/models/{name}"))
+    found = sorted(path.parents[1] for path in run.glob(Ladder(f"{LADDERS}/*").model(name)))
     if len(found) != 1:
         raise SystemExit(
-            f"--ladder-root {run}: expected one trained {name!r} under resources/ladder/<key>/models/, "
+            f"--ladder-root {run}: expected one trained {name!r} under {Ladder(f'{LADDERS}/<key>').model('')}, "
             f"found {[str(p) for p in found] or 'none'}"
         )
     return found[0]

@@ -19,6 +19,7 @@ from rankscale.corpus import Document
 from rankscale.identity import OWN_SHA
 from rankscale.intervals import cr2_t
 from rankscale.metrics import METRICS
+from rankscale.plots.common import FigureSettings
 from rankscale.rankfile import RankArrays
 from rankscale.statistics import Totals
 from rankscale.strata import StrataSettings
@@ -397,7 +398,7 @@ def test_families_with_different_tokenizers_get_a_bpb_law_and_figure(tmp_path: P
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(plt.Figure, "savefig", keep)
-        figure.plot(data, {}, tmp_path / "fig14.png")
+        figure.plot(data, FigureSettings(), tmp_path / "fig14.png")
     assert (tmp_path / "fig14.png").stat().st_size > 3000 and (tmp_path / "fig14.pdf").stat().st_size > 3000
     ax = shown[0].axes[0]
     assert ax.get_ylabel() == "cross-entropy (bits per byte)" and ax.get_xscale() == ax.get_yscale() == "log"

@@ -16,6 +16,7 @@ import pytest
 from scipy import special
 
 from rankscale.bootstrap import (
+    Resampling,
     interval,
     interval_mc_error,
     p_value,
@@ -24,7 +25,7 @@ from rankscale.bootstrap import (
     spread_to_noise,
 )
 from rankscale.laws import FORMS, Points, PowerLaw, compare_forms, fit_power_law
-from rankscale.plots.common import FigureData
+from rankscale.plots.common import FigureData, FigureSettings
 from rankscale.plots.extrapolation import fig_extrapolation
 from rankscale.statistics import Totals
 from rankscale.tables import Replicates
@@ -216,7 +217,7 @@ def test_extrapolation_figure_draws_when_no_size_can_be_held_out(tmp_path: Path)
         seed=None,
         replicates=None,
     )
-    fig_extrapolation(data, {}, png)
+    fig_extrapolation(data, FigureSettings(), png)
     assert png.stat().st_size > 0 and png.with_suffix(".pdf").stat().st_size > 0
 
 
@@ -285,3 +286,13 @@ def test_metrics_table_intervals_are_per_k() -> None:
     assert (row["ci_low"], row["ci_high"]) == (pytest.approx(float(low)), pytest.approx(float(high)))
     assert row["ci_method"] == "bc" and row["ci_low"] < row["value"] < row["ci_high"]
     assert isinstance(metrics, pd.DataFrame) and {"ci_low", "ci_high"} <= set(metrics.columns)
+
+
+def test_resampling_refuses_documents_outside_the_corpus() -> None:
+    """The one resampling type (summaries and trajectories alike) checks a token file's documents against its
+    corpus: a unit past the corpus would draw a document no other model has, and pairing would silently break."""
+    ok = Resampling.for_dataset(np.array([0, 2, 4]), 5, 10, 0, "d")
+    assert ok.units.tolist() == [0, 2, 4] and ok.units.dtype == np.int64 and ok.n_units == 5
+    for units in ([0, 5], [-1, 2]):
+        with pytest.raises(ValueError, match="dataset d: .* outside its corpus of 5"):
+            Resampling.for_dataset(np.array(units), 5, 10, 0, "d")

@@ -31,7 +31,7 @@ from rankscale.identity import OWN_SHA
 from rankscale.laws import FORMS
 from rankscale.lognormal import _nll_and_gradient, fit_lognormal, sample_discrete_lognormal
 from rankscale.plots import lognormal as lognormal_figures
-from rankscale.plots.common import FigureData, save
+from rankscale.plots.common import FigureData, FigureSettings, save
 from rankscale.rankdist import FAMILIES, SCALE_BOUNDS, ZIPF_BOUNDS, fit_family
 from rankscale.rankfile import RankArrays
 from rankscale.statistics import Totals, rank_histogram
@@ -303,7 +303,7 @@ def draw_all(data: FigureData, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> di
 
         monkeypatch.setattr(lognormal_figures, "save", keep)
         png = tmp / f"{figure.name}.png"
-        figure.plot(data, {}, png)
+        figure.plot(data, FigureSettings(), png)
         assert png.exists() and png.with_suffix(".pdf").exists()
     return drawn
 

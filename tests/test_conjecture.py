@@ -188,7 +188,7 @@ def test_emergence_figure_draws_a_panel_where_no_run_rate_is_positive(tmp_path) 
     import pandas as pd
 
     from rankscale.laws import FORMS
-    from rankscale.plots.common import FigureData
+    from rankscale.plots.common import FigureData, FigureSettings
     from rankscale.plots.emergence import fig_emergence
 
     zeros = [c for kind in ("empirical", "predicted", "markov") for c in (kind, f"{kind}_ci_low", f"{kind}_ci_high")]
@@ -204,7 +204,7 @@ def test_emergence_figure_draws_a_panel_where_no_run_rate_is_positive(tmp_path) 
         FigureData(
             tables, ["d"], ["a", "b"], form=FORMS["power_law"], level=None, refits=None, seed=None, replicates=None
         ),
-        {},
+        FigureSettings(),
         png,
     )
     assert png.stat().st_size > 0 and png.with_suffix(".pdf").stat().st_size > 0

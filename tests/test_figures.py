@@ -14,9 +14,12 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Annotation
 
+from rankscale.config import load_yaml, validate
 from rankscale.laws import FORMS
-from rankscale.plots import emergence, extrapolation, laws
-from rankscale.plots.common import CLIPPED_LABEL, DEGENERATE_LABEL, FigureData, clipped_errorbar, save
+from rankscale.plan.settings import figure_settings
+from rankscale.plots import FIGURES, emergence, extrapolation, laws
+from rankscale.plots.common import CLIPPED_LABEL, DEGENERATE_LABEL, FigureData, FigureSettings, clipped_errorbar, save
+from tests.conftest import REPO
 
 # figures that draw fitted laws without bands: the form of powerlaw_fits.csv, no replicates
 LAWS = {"form": FORMS["power_law"], "level": None, "refits": None, "seed": None, "replicates": None}
@@ -124,7 +127,7 @@ def test_emergence_interval_reaching_a_rate_of_zero_stays_inside_its_panel(tmp_p
     figures = capture(monkeypatch, emergence)
     fits = pd.DataFrame(columns=["family", "dataset", "metric", "k", "alpha", "C"])
     data = FigureData({"emergence": emergence_rows(zero_low=True), "powerlaw_fits": fits}, ["d"], ["a", "b"], **LAWS)
-    emergence.fig_emergence(data, {}, tmp_path / "fig7.png")
+    emergence.fig_emergence(data, FigureSettings(), tmp_path / "fig7.png")
     ax = figures[0].axes[0]
     low, high = ax.get_ylim()
     ys = drawn_y(ax)
@@ -170,7 +173,7 @@ def test_emergence_legend_is_shared_and_below_the_panels(tmp_path, monkeypatch) 
     fits = pd.DataFrame(columns=["family", "dataset", "metric", "k", "alpha", "C"])
     table = pd.concat([emergence_rows(False), emergence_rows(False).assign(k=10)], ignore_index=True)
     png = tmp_path / "fig7.png"
-    emergence.fig_emergence(FigureData({"emergence": table, "powerlaw_fits": fits}, ["d"], ["a", "b"], **LAWS), {}, png)
+    emergence.fig_emergence(FigureData({"emergence": table, "powerlaw_fits": fits}, ["d"], ["a", "b"], **LAWS), FigureSettings(), png)
     fig = figures[0]
     assert len(fig.legends) == 1 and all(ax.get_legend() is None for ax in fig.axes)
     assert_legends_off_the_data(fig, png)
@@ -203,7 +206,7 @@ def test_law_panel_legends_sit_under_their_panels(tmp_path, monkeypatch) -> None
     )
     fits = pd.DataFrame(columns=["family", "dataset", "metric", "k", "alpha", "C"])
     png = tmp_path / "fig3.png"
-    laws.fig_rbp1(FigureData({"metrics": metrics, "powerlaw_fits": fits}, ["d1", "d2"], [], **LAWS), {}, png)
+    laws.fig_rbp1(FigureData({"metrics": metrics, "powerlaw_fits": fits}, ["d1", "d2"], [], **LAWS), FigureSettings(), png)
     fig = figures[0]
     assert all(ax.get_legend() is not None for ax in fig.axes)
     assert_legends_off_the_data(fig, png)
@@ -235,7 +238,7 @@ def test_extrapolation_draws_each_relative_error_with_the_interval_that_judges_i
     png = tmp_path / "fig9.png"
     extrapolation.fig_extrapolation(
         FigureData({"extrapolation": table}, ["d"], [], form=None, level=None, refits=None, seed=None, replicates=None),
-        {},
+        FigureSettings(),
         png,
     )
     ax = figures[0].axes[0]
@@ -251,3 +254,23 @@ def test_extrapolation_draws_each_relative_error_with_the_interval_that_judges_i
     assert "interval excludes 0 (not covered)" in labels and labels[-2:] == [CLIPPED_LABEL, DEGENERATE_LABEL]
     assert "documents" in ax.get_title()
     assert_legends_off_the_data(figures[0], png)
+
+
+def test_every_figures_params_read_back_typed() -> None:
+    """Each figure job's params (`figure_settings`, from the validated default configuration) type as
+    FigureSettings with the values configured; a setting the figure does not declare is refused when read, and a
+    param FigureSettings has no field for is refused when typed."""
+    config = validate(load_yaml(REPO / "config/config.yaml"))
+    for name, entry in FIGURES.items():
+        typed = FigureSettings.from_params(figure_settings(config, name, ["d1", "d2"], ["m"]))
+        assert typed.datasets == ["d1", "d2"] and typed.models == (["m"] if entry.hists or entry.resampled else [])
+        assert typed.form is (FORMS[config["analysis"]["law_form"]] if entry.reads_fits else None)
+        assert typed.level == (config["analysis"]["bootstrap"]["level"] if entry.resampled else None)
+        for key in ("rbp_k", "large_k", "emergence_extrapolate", "snr_threshold"):
+            if key in entry.settings:
+                assert typed.get(key) == config["figures"][key]
+            else:
+                with pytest.raises(KeyError, match=f"reads figures setting '{key}' but does not declare it"):
+                    typed.get(key)
+    with pytest.raises(KeyError, match=r"\['rbp_kk'\] are not fields of FigureSettings"):
+        FigureSettings.from_params({"rbp_kk": [10]})

@@ -1,6 +1,6 @@
 """`rankscale.layout` is the one place a path under results/, resources/ or logs/ is written.
 
-A rule, a rule script or a package module that spells such a path itself would drift from the layout the
+A rule, a rule script, a benchmark or a package module that spells such a path itself would drift from the layout the
 others read (two spellings of one file, or a run directory `RESERVED_RUNS` does not know), so every string
 literal of theirs is read here, comments and docstrings aside, and one that names such a path fails.
 """
@@ -13,7 +13,7 @@ import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
-from rankscale.layout import RESERVED_RUNS, Layout
+from rankscale.layout import RESERVED_RUNS, Layout, RunFiles
 from tests.conftest import REPO
 
 ROOTS = ("results", "resources", "logs")
@@ -27,8 +27,10 @@ ALLOWED = {
 
 
 def checked_files() -> list[Path]:
-    """The rules, the Snakefile, the workflow's scripts and every package module but the layout itself."""
+    """The rules, the Snakefile, the workflow's scripts, the benchmarks (which read a finished run's files) and
+    every package module but the layout itself."""
     files = [*REPO.glob("workflow/rules/*.smk"), REPO / "workflow/Snakefile", *REPO.glob("workflow/**/*.py")]
+    files += [*REPO.glob("benchmarks/**/*.py")]
     return sorted(files + [p for p in REPO.glob("src/rankscale/**/*.py") if p.name != "layout.py"])
 
 
@@ -74,6 +76,7 @@ y = Path("results") / "z"
 '''
     assert [line for line, _ in path_literals(code)] == [2, 5, 6]
     assert list(path_literals('z = "my_results/a" + "results"[0]')) == [(1, '"results"')]
+    assert {REPO / "benchmarks/summary_checksums.py", REPO / "workflow/scripts/figure.py"} <= set(checked_files())
 
 
 def test_reserved_runs_are_the_intermediates_directories() -> None:
@@ -83,3 +86,12 @@ def test_reserved_runs_are_the_intermediates_directories() -> None:
         assert pattern.split("/")[1] in RESERVED_RUNS
     for pattern in (Layout.EXTRACT_BENCHMARK, Layout.SUMMARIZE_BENCHMARK, Layout.GGUF_BENCHMARK):
         assert pattern.startswith(f"results/{RESERVED_RUNS[-1]}/")
+
+
+def test_a_runs_files_are_spelled_once() -> None:
+    """The run directory's files (`RunFiles`): the layout's own, and any copy's the landing page and `load` read."""
+    files = RunFiles("copy/of/a/run")
+    assert (files.table("metrics"), files.manifest, files.landing) == (
+        "copy/of/a/run/tables/metrics.csv", "copy/of/a/run/manifest.json", "copy/of/a/run/report/landing.rst"
+    )  # fmt: skip
+    assert Layout.MANIFEST == f"{Layout.RUN}/manifest.json" and RunFiles(Layout.RUN).table() == "results/{run}/tables/{table}.csv"

@@ -17,6 +17,18 @@ def smoke_config() -> dict:
     return yaml.safe_load((REPO / "config/smoke.yaml").read_text())
 
 
+def test_the_ladder_directory_is_computed_in_one_place() -> None:
+    """`ladder_dir` hashes the ladder's corpus and every evaluated dataset: the plan computes it once (build_plan)
+    and hands it on (its checks, the layout), so no second spelling of the key can drift from the first."""
+    calls = [
+        f"{path.relative_to(REPO)}:{n}"
+        for path in sorted((REPO / "src/rankscale").rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if "ladder_dir(" in line and "def ladder_dir(" not in line and not line.lstrip().startswith("#")
+    ]
+    assert len(calls) == 1 and calls[0].startswith("src/rankscale/plan/models.py:"), calls
+
+
 def test_ladder_and_external_models_resolve(smoke_config, tmp_path):
     config = copy.deepcopy(smoke_config)
     (tmp_path / "ckpt").mkdir()
@@ -29,6 +41,8 @@ def test_ladder_and_external_models_resolve(smoke_config, tmp_path):
     plans = build_plan(config)
     assert list(plans) == ["smoke-a", "smoke-b", "smoke-c", "local-one", "hub-one"]
     assert plans["smoke-a"].tokenizer_key == f"ladder-{Path(ladder_dir(config)).name}" and plans["smoke-a"].source.local
+    # the ladder's directory, computed once by build_plan, is the one its models load from and the layout reads
+    assert plans.ladder.dir == ladder_dir(config) and plans["smoke-a"].source.location == plans.ladder.model("smoke-a")
     assert plans["local-one"].identity("d").dtype == "bfloat16" and plans["local-one"].runtime.batch_size == 3
     assert plans["hub-one"].identity("d").dtype == "float32"  # the global default
     assert plans["hub-one"].tokenizer_key == slug("EleutherAI/pythia-70m@step1000") == "EleutherAI--pythia-70m@step1000"

@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 
 from rankscale.plots import FIGURES
-from rankscale.report.sections import SECTIONS, subcategory
+from rankscale.sections import SECTIONS, subcategory
 from rankscale.tables import TABLES
 from tests.conftest import copy_workflow, snakemake, study_figures
 

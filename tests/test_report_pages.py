@@ -13,7 +13,7 @@ from rankscale.manifest import report_totals
 from rankscale.plots import FIGURES
 from rankscale.report.landing import headlines, landing_rst, one_model_lines
 from rankscale.report.pages import empty_reason, number, page
-from rankscale.report.sections import SECTIONS, subcategory
+from rankscale.sections import SECTIONS, subcategory
 from rankscale.tables import TABLES
 
 

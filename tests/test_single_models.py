@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from rankscale.laws import FORMS
-from rankscale.plots.common import FigureData
+from rankscale.plots.common import FigureData, FigureSettings
 from rankscale.plots.extrapolation import fig_extrapolation
 from rankscale.plots.laws import fig_r2_alpha, fig_rbp1, law_panel
 from rankscale.statistics import Totals
@@ -226,14 +226,14 @@ def test_fig3_marks_the_one_model_and_draws_the_law_out_to_it(tmp_path: Path) ->
     labels = ax.get_legend_handles_labels()[1]
     assert any("solo" in label and "one size" in label for label in labels)
     plt.close(fig)
-    fig_rbp1(data, {}, tmp_path / "fig3.png")
+    fig_rbp1(data, FigureSettings(), tmp_path / "fig3.png")
     assert (tmp_path / "fig3.png").stat().st_size > 5000
 
 
 def test_figures_of_one_model_families_say_there_is_no_law(tmp_path: Path) -> None:
     data = figure_data(*planted(law_sizes=[SIZES[0]]))
     for name, plot in (("fig3", fig_rbp1), ("fig6", fig_r2_alpha), ("fig9", fig_extrapolation)):
-        plot(data, {"snr_threshold": 2.0}, tmp_path / f"{name}.png")
+        plot(data, FigureSettings(snr_threshold=2.0), tmp_path / f"{name}.png")
         assert (tmp_path / f"{name}.png").stat().st_size > 3000, name
 
 

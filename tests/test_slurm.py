@@ -86,7 +86,7 @@ def test_the_local_rules_are_the_snakefiles() -> None:
 @pytest.mark.parametrize(("configfile", "extractions"), [("config/polypythia.yaml", 400), ("config/paper.yaml", 200)])
 def test_a_cluster_run_submits_the_extractions_and_little_else(tmp_path: Path, configfile: str, extractions: int):
     """Only the heavy jobs go to sbatch: the cheap ones (downloads, corpora, tokens, summaries, tables, figures)
-    run on the submitting host. PolyPythia: at most 410 submissions (854 before); the paper grid: extractions + 10."""
+    run on the submitting host: exactly one submission per extraction (PolyPythia 400, the paper grid 200)."""
     _require_plugin()
     workdir = copy_workflow(tmp_path / "plan")
     result = snakemake(workdir, "--workflow-profile", "profiles/slurm", "--configfile", configfile, "-n")

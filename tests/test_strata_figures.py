@@ -16,7 +16,7 @@ import pytest
 from rankscale.laws import FORMS
 from rankscale.plan.settings import figure_settings
 from rankscale.plots import FIGURES, strata
-from rankscale.plots.common import FigureData
+from rankscale.plots.common import FigureData, FigureSettings
 from tests.test_figures import assert_legends_off_the_data, capture
 
 SIZES = np.array([1e4, 1e5, 1e6])
@@ -131,7 +131,7 @@ def test_fig13_draws_each_laws_alpha_and_interval_by_stratum(tmp_path: Path, mon
     figures = capture(monkeypatch, strata)
     frames = tables()
     png = tmp_path / "fig13.png"
-    strata.fig_strata(figure_data(frames), {}, png)
+    strata.fig_strata(figure_data(frames), FigureSettings(), png)
     assert_saved(png)
     fig = figures[0]
     axes = np.array(fig.axes).reshape(2, 3)  # rows: (f, d1), (f, d2); columns: the kinds in table order
@@ -166,7 +166,7 @@ def test_fig13_draws_each_laws_alpha_and_interval_by_stratum(tmp_path: Path, mon
 def test_fig13_draws_only_the_k_the_strata_have(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """analysis.law_k without 100: the laws of k = 1 and 10, and CE."""
     figures = capture(monkeypatch, strata)
-    strata.fig_strata(figure_data(tables(ks=(1, 10))), {}, tmp_path / "fig13.png")
+    strata.fig_strata(figure_data(tables(ks=(1, 10))), FigureSettings(), tmp_path / "fig13.png")
     labels = [t.get_text() for t in figures[0].legends[0].get_texts()]
     assert labels == [f"exponent of {name}" for law, k, _, name in strata.LAWS if k != 100]
     assert not marked(figures[0].axes[0], "^")
@@ -176,7 +176,7 @@ def test_fig13b_draws_each_bins_points_and_law(tmp_path: Path, monkeypatch: pyte
     figures = capture(monkeypatch, strata)
     frames = tables()
     png = tmp_path / "fig13b.png"
-    strata.fig_frequency(figure_data(frames), {}, png)
+    strata.fig_frequency(figure_data(frames), FigureSettings(), png)
     assert_saved(png)
     fig = figures[0]
     assert len(fig.axes) == 2
@@ -212,7 +212,7 @@ def test_fig13b_reads_the_form_from_the_table(tmp_path: Path, monkeypatch: pytes
     assert strata.strata_form(frames["strata_fits"]) is FORMS["offset_power_law"]
     assert strata.strata_form(tables()["strata_fits"]) is FORMS["power_law"]
     figures = capture(monkeypatch, strata)
-    strata.fig_frequency(figure_data(frames), {}, tmp_path / "fig13b.png")
+    strata.fig_frequency(figure_data(frames), FigureSettings(), tmp_path / "fig13b.png")
     ax = figures[0].axes[0]
     line = next(line for line in ax.get_lines() if line.get_linestyle() == "-" and len(line.get_xdata()) > 2)
     slope = np.diff(np.log(line.get_ydata())) / np.diff(np.log(line.get_xdata()))
@@ -225,7 +225,7 @@ def test_no_strata_say_there_is_nothing_to_draw(tmp_path: Path, monkeypatch: pyt
     figures = capture(monkeypatch, strata)
     empty = {"strata": pd.DataFrame(), "strata_fits": pd.DataFrame(), "strata_contrasts": pd.DataFrame()}
     png = tmp_path / "fig.png"
-    plot(figure_data(empty), {}, png)
+    plot(figure_data(empty), FigureSettings(), png)
     assert_saved(png)
     assert "nothing to draw: no strata" in texts(figures[0])
 
@@ -234,9 +234,9 @@ def test_one_size_families_have_no_law_to_draw(tmp_path: Path, monkeypatch: pyte
     """Fig. 13 has no exponent to show; Fig. 13b shows the points alone, and says there is no law."""
     figures = capture(monkeypatch, strata)
     frames = tables({"solo": np.array([5e5])})
-    strata.fig_strata(figure_data(frames), {}, tmp_path / "fig13.png")
+    strata.fig_strata(figure_data(frames), FigureSettings(), tmp_path / "fig13.png")
     assert "nothing to draw: every family has one size" in texts(figures[0])
-    strata.fig_frequency(figure_data(frames), {}, tmp_path / "fig13b.png")
+    strata.fig_frequency(figure_data(frames), FigureSettings(), tmp_path / "fig13b.png")
     assert_saved(tmp_path / "fig13b.png")
     ax = figures[1].axes[0]
     assert "one size, no law" in ax.get_title()
@@ -249,11 +249,11 @@ def test_a_one_size_family_beside_a_ladder(tmp_path: Path, monkeypatch: pytest.M
     """Fig. 13: the ladder's rows, the one-size family named in the legend; Fig. 13b: a row per family."""
     figures = capture(monkeypatch, strata)
     frames = tables({"f": SIZES, "solo": np.array([5e5])})
-    strata.fig_strata(figure_data(frames), {}, tmp_path / "fig13.png")
+    strata.fig_strata(figure_data(frames), FigureSettings(), tmp_path / "fig13.png")
     assert len(figures[0].axes) == 6
     labels = [t.get_text() for t in figures[0].legends[0].get_texts()]
     assert any(label.startswith("solo on d1: not drawn") for label in labels)
-    strata.fig_frequency(figure_data(frames), {}, tmp_path / "fig13b.png")
+    strata.fig_frequency(figure_data(frames), FigureSettings(), tmp_path / "fig13b.png")
     titles = [ax.get_title() for ax in figures[1].axes]
     assert titles == ["f on d1", "f on d2", "solo on d1: one size, no law", "solo on d2: one size, no law"]
     assert_legends_off_the_data(figures[1], tmp_path / "fig13b.png")

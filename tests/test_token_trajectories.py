@@ -10,15 +10,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rankscale.config import load_yaml, validate
 from rankscale.identity import OWN_SHA, TOKENS_SHA
 from rankscale.metrics import METRICS
+from rankscale.plan.settings import trajectory_settings
 from rankscale.rankfile import RankArrays
 from rankscale.strata import StrataSettings
 from rankscale.summary import ModelInfo, Resampling, SummarySettings, summarize
 from rankscale.tables import TableSettings, build_table
-from rankscale.trajectories import Bootstrap, TrackedModel, learning_codes, load, save, trajectories
+from rankscale.trajectories import TrackedModel, TrajectorySettings, learning_codes, load, save, trajectories
 from rankscale.trajectories.compute import permutations
 from rankscale.windows import WindowSpec
+from tests.conftest import REPO
 
 DOCS, PER_DOC = 40, 50
 T = DOCS * PER_DOC
@@ -54,7 +57,7 @@ def family(ranks: list[np.ndarray], seeds: list[int | None] | None = None, sizes
 
 
 def run(models, arrays, metas, replicates: int = 200):
-    bootstrap = Bootstrap(np.arange(DOCS), DOCS, replicates, 0, "d")
+    bootstrap = Resampling(np.arange(DOCS), DOCS, replicates, 0, "d")
     return trajectories("f", "d", models, lambda i: (arrays[i], metas[i]), bootstrap, KS, STRATA,
                         WindowSpec(PER_DOC, None, None), None)  # fmt: skip
 
@@ -227,3 +230,16 @@ def check_run_tables(tables: Path) -> None:
 @pytest.mark.slow
 def test_the_smoke_runs_token_tables_agree_with_its_metrics(smoke_run) -> None:
     check_run_tables(smoke_run / "results/smoke/tables")
+
+
+def test_trajectory_params_read_back_typed() -> None:
+    """The trajectories job's params (`trajectory_settings` of the validated default configuration) type as
+    TrajectorySettings: the k of law_k with 1, 10 and 100, the summaries' bootstrap draws, the strata."""
+    config = validate(load_yaml(REPO / "config/config.yaml"))
+    typed = TrajectorySettings.from_params(trajectory_settings(config))
+    analysis = config["analysis"]
+    assert typed.ks == sorted(set(analysis["law_k"]) | {1, 10, 100})
+    assert (typed.replicates, typed.seed) == (analysis["bootstrap"]["replicates"], analysis["bootstrap"]["seed"])
+    assert typed.strata.kinds == analysis["strata"] and typed.strata.k == sorted(analysis["law_k"])
+    with pytest.raises(KeyError, match=r"\['level'\] are not fields of TrajectorySettings"):
+        TrajectorySettings.from_params({**trajectory_settings(config), "level": 0.95})

@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +34,32 @@ def resample_counts(n_units: int, replicates: int, seed: int, *keys: str) -> Ite
         draws = rng.integers(0, n_units, size=(rows, n_units))
         offsets = (np.arange(rows) * n_units)[:, None]
         yield np.bincount((draws + offsets).ravel(), minlength=rows * n_units).reshape(rows, n_units)
+
+
+@dataclass(frozen=True)
+class Resampling:
+    """Which documents a bootstrap draws from: the dataset's n_units documents (its corpus, the same for every
+    tokenizer); document d of this model's token file is unit `units[d]`. The draws depend on (seed, dataset, N)
+    alone, so every model of every family scored on the dataset sees the same resample: families compare paired.
+    The one type for it: the summaries (`rankscale.summary`) and the token trajectories draw through it."""
+
+    units: np.ndarray
+    n_units: int
+    replicates: int
+    seed: int
+    dataset: str
+
+    @classmethod
+    def for_dataset(cls, own: np.ndarray, n_documents: int, replicates: int, seed: int, dataset: str) -> Resampling:
+        """`own`: the corpus index of each document of this model's token file; `n_documents`: the corpus's."""
+        own = np.asarray(own, dtype=np.int64)
+        if own.size and (own.min() < 0 or own.max() >= n_documents):
+            raise ValueError(f"dataset {dataset}: a token file's documents lie outside its corpus of {n_documents}")
+        return cls(own, int(n_documents), replicates, seed, dataset)
+
+    def draws(self, replicates: int) -> Any:
+        """Blocks of draw counts of the first `replicates` replicates, [b, n_units] each."""
+        return resample_counts(self.n_units, replicates, self.seed, self.dataset)
 
 
 def replicate_totals(

@@ -22,7 +22,8 @@ CORPUS_FORMAT = FormatVersion(version=1, code="7d04d81cc2563768", scripts=("corp
 # (a GPU's float32 head from the tensor cores, the float32 head up to its sums' order; the summaries' documents: same version)
 # (the fused rank kernel: the float32 head up to its sums' order, at near ties only: same version)
 # (the token file's and rank array's sidecars record a hub tokenizer's commit, and extraction checks it: same version)
-RANK_FORMAT = FormatVersion(version=2, code="356469506e31f8a2", scripts=("tokenize", "extract"))
+# (the layout spells a run directory's files once, RunFiles: no rank array changes, same version)
+RANK_FORMAT = FormatVersion(version=2, code="dcdbc0277eec72e6", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
     version=1, code="8e98e9571ec082cc", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )

@@ -91,6 +91,31 @@ class Ladder:
 
 
 @dataclass(frozen=True)
+class RunFiles:
+    """The files of one configuration's own directory, `results/<run>/`, or of a copy of one (a reader's, a
+    test's): `Layout` spells its run's paths through it, and the report's landing page reads any run's here."""
+
+    dir: str | Path
+
+    @property
+    def tables(self) -> str:
+        return f"{self.dir}/tables"
+
+    def table(self, table: str = "{table}") -> str:
+        return f"{self.tables}/{table}.csv"
+
+    @property
+    def manifest(self) -> str:
+        """What produced the run (rankscale.manifest), written when it succeeds."""
+        return f"{self.dir}/manifest.json"
+
+    @property
+    def landing(self) -> str:
+        """The report's landing page (rankscale.report.landing), written with the manifest."""
+        return f"{self.dir}/report/landing.rst"
+
+
+@dataclass(frozen=True)
 class Layout:
     """The paths of one configuration's files. Build it with `rankscale.plan.layout()`; every rule and tool reads
     paths here."""
@@ -109,7 +134,7 @@ class Layout:
     GGUF: ClassVar[str] = f"{GGUF_MODELS}/{{digest}}"
     # this configuration's own outputs
     RUN: ClassVar[str] = f"{RESULTS}/{{run}}"
-    MANIFEST: ClassVar[str] = f"{RUN}/manifest.json"
+    MANIFEST: ClassVar[str] = RunFiles(RUN).manifest
 
     run: str
     corpus_keys: Mapping[str, str]  # dataset -> its corpus file's stem
@@ -192,8 +217,16 @@ class Layout:
     def manifest(self) -> str:
         return fill(self.MANIFEST, run=self.run)
 
+    @property
+    def files(self) -> RunFiles:
+        return RunFiles(self.out)
+
     def table(self, table: str = "{table}") -> str:
-        return f"{self.out}/tables/{table}.csv"
+        return self.files.table(table)
+
+    @property
+    def landing(self) -> str:
+        return self.files.landing
 
     def table_page(self, table: str = "{table}") -> str:
         """The table as the report shows it (rankscale.report.pages)."""

@@ -12,15 +12,18 @@ from __future__ import annotations
 import json
 import platform
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rankscale.atomic import write_json
 from rankscale.canon import canonical, short_hash
 from rankscale.layout import DEFAULT_RUN, Layout, fill
+
+if TYPE_CHECKING:
+    from rankscale.plan.types import ModelPlan
 
 PACKAGES = ("rankscale", "snakemake", "torch", "transformers", "tokenizers", "huggingface_hub", "datasets",
             "numpy", "scipy", "pandas", "matplotlib")  # fmt: skip
@@ -68,6 +71,29 @@ def versions() -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             found[name] = None
     return found
+
+
+def benchmark_files(
+    layout: Layout,
+    plans: Mapping[str, ModelPlan],
+    datasets: Sequence[str],
+    tables: Iterable[str],
+    figures: Iterable[str],
+    families: Sequence[str],
+) -> dict[str, list[Path]]:
+    """The benchmark file of every job of this configuration, by rule: one entry per rule with a `benchmark:`
+    (tests/test_manifest.py holds the rules to it), each path from the layout the rule's directive uses."""
+    pairs = [(m, d) for m in plans for d in datasets]
+    ggufs = [p for p in plans.values() if p.gguf]
+    return {
+        "extract": [Path(layout.extract_benchmark(m, d)) for m, d in pairs],
+        "summarize": [Path(layout.summarize_benchmark(m, d)) for m, d in pairs],
+        "trajectories": [Path(layout.run_benchmark("trajectories", f"{f}/{d}")) for f in families for d in datasets],
+        "table": [Path(layout.run_benchmark("tables", t)) for t in tables],
+        "figure": [Path(layout.run_benchmark("figures", f)) for f in figures],
+        "ladder_train": [Path(layout.ladder.benchmark(m)) for m, plan in plans.items() if plan.ladder],
+        "gguf_convert": [Path(Layout.gguf_benchmark(d)) for d in dict.fromkeys(p.gguf.digest for p in ggufs)],
+    }
 
 
 def rule_times(benchmarks: Mapping[str, Iterable[Path]]) -> dict[str, RuleTimes]:

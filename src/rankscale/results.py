@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from rankscale.atomic import write_json
-from rankscale.layout import RESULTS, Layout
+from rankscale.layout import RESULTS, Layout, RunFiles
 from rankscale.rankfile import RankArrays, load_rank_arrays
 from rankscale.tables.base import read_table
 
@@ -104,11 +104,12 @@ def _scan(root: Path, models: Sequence[str], datasets: Sequence[str]) -> tuple[A
 def load(directory: str | Path) -> Results:
     """The results in `directory` (results/<run>): every table, the manifest and the index of its rank arrays."""
     directory = Path(directory)
-    tables_dir = directory / "tables"
+    files = RunFiles(directory)
+    tables_dir = Path(files.tables)
     if not tables_dir.is_dir():
         raise FileNotFoundError(f"{directory}: no tables/ here; give a run's directory, e.g. {RESULTS}/default")
     tables = {p.stem: read_table(p) for p in sorted(tables_dir.glob("*.csv"))}
-    manifest_path = directory / "manifest.json"
+    manifest_path = Path(files.manifest)
     manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
     index = directory / INDEX
     if index.is_file():

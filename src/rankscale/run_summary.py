@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from rankscale.atomic import atomic_path
+from rankscale.layout import RunFiles
 from rankscale.report.landing import Headline, Law, headlines, shown
 from rankscale.tables.base import read_table
 
@@ -81,7 +82,7 @@ class RunSummary:
     @classmethod
     def of(cls, out: Path, level: float, logs: Sequence[Path], report: str) -> RunSummary:
         def table(name: str) -> pd.DataFrame:
-            path = out / "tables" / f"{name}.csv"
+            path = Path(RunFiles(out).table(name))
             return read_table(path) if path.is_file() else pd.DataFrame()
 
         laws = headlines(table("powerlaw_fits"), table("exponent_contrasts"))

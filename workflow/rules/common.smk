@@ -45,7 +45,7 @@ from rankscale.plan.prepare import REFUSED, prepare, refusal  # noqa: E402
 from rankscale.plots import FIGURES, left_out  # noqa: E402
 from rankscale.report import landing  # noqa: E402
 from rankscale.report.pages import labels as table_labels  # noqa: E402
-from rankscale.report.sections import subcategory  # noqa: E402
+from rankscale.sections import subcategory  # noqa: E402
 from rankscale.tables import TABLES  # noqa: E402
 
 # the files given with --configfile, and the default they extend where none of them sets `datasets:` (Snakefile)
@@ -98,7 +98,7 @@ TABLE_PAGES = expand(LAYOUT.table_page(), table=TABLES)  # the tables as the rep
 # any run has succeeded there is nothing to report: outputs are not marked for it (Snakemake would stop at the
 # first missing one) and the report's one line says so (workflow/report/no_results.rst). --report-after-run
 # reports the run it follows.
-LANDING = Path(OUT, landing.LANDING).resolve()
+LANDING = Path(LAYOUT.landing).resolve()
 REPORTABLE = Path(MANIFEST).is_file() or "--report-after-run" in sys.argv
 REPORT_PAGE = str(LANDING) if LANDING.is_file() or "--report-after-run" in sys.argv else "workflow/report/no_results.rst"
 # a figure of checkpoints or seeds is left out of a study that has none (said on the report's landing page)
@@ -129,14 +129,7 @@ wildcard_constraints:
 
 def write_manifest():
     pairs = [(m, d) for m in MODELS for d in DATASETS]
-    benchmarks = {
-        "extract": [Path(LAYOUT.extract_benchmark(m, d)) for m, d in pairs],
-        "summarize": [Path(LAYOUT.summarize_benchmark(m, d)) for m, d in pairs],
-        "table": [Path(LAYOUT.run_benchmark("tables", t)) for t in TABLES],
-        "figure": [Path(LAYOUT.run_benchmark("figures", f)) for f in FIGURES],
-        "ladder_train": [Path(LADDER_FILES.benchmark(m)) for m in MODELS if PLAN[m].ladder],
-        "gguf_convert": [Path(Layout.gguf_benchmark(g)) for g in GGUF],
-    }
+    benchmarks = manifest_module.benchmark_files(LAYOUT, PLAN, DATASETS, TABLES, FIGURES, FAMILIES)
     sidecars = [Path(LAYOUT.ranks(m, d, "json")) for m, d in pairs]
     try:
         built = manifest_module.build(config, REPO, sidecars, benchmarks)

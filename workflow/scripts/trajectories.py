@@ -10,17 +10,17 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any en
 
 from pathlib import Path
 
+from rankscale.bootstrap import Resampling
 from rankscale.identity import RankIdentity
 from rankscale.logs import setup_logging
 from rankscale.rankfile import check_provenance, load_rank_arrays, read_sidecar
-from rankscale.strata import StrataSettings
 from rankscale.token_kinds import check_token_table, load_token_table
 from rankscale.tokens import corpus_units
-from rankscale.trajectories import Bootstrap, TrackedModel, save, trajectories
+from rankscale.trajectories import TrackedModel, TrajectorySettings, save, trajectories
 
 log = setup_logging(snakemake.log[0])
 family, dataset = snakemake.wildcards.family, snakemake.wildcards.dataset
-settings = snakemake.params.settings
+settings = TrajectorySettings.from_params(snakemake.params.settings)
 entries = snakemake.params.models
 inputs = snakemake.input
 metas = [read_sidecar(r, p) for r, p in zip(inputs.ranks, inputs.meta, strict=True)]
@@ -39,19 +39,19 @@ def read(i):
 # the reference the others align with (rankscale.trajectories.align): its token file maps documents to the corpus
 ref = sorted(range(len(models)), key=lambda i: (not models[i].final, models[i].S, models[i].name))[0]
 corpus_meta = json.loads(Path(inputs.corpus_meta).read_text())
-bootstrap = Bootstrap(
+bootstrap = Resampling.for_dataset(
     corpus_units(tokens_metas[ref], inputs.tokens_meta[ref]),
     int(corpus_meta["documents"]),
-    int(settings["replicates"]),
-    int(settings["seed"]),
+    settings.replicates,
+    settings.seed,
     dataset,
 )
 vocab = min(int(m["vocab_size"]) for m in metas)
-ks = [k for k in settings["ks"] if k <= vocab]
+ks = [k for k in settings.ks if k <= vocab]
 table = load_token_table(inputs.token_table[ref])
 for i in range(len(models)):  # each model's token table is its rank array's tokenizer's
     check_token_table(inputs.token_table[i], metas[i], inputs.ranks[i])
-result = trajectories(family, dataset, models, read, bootstrap, ks, StrataSettings.from_params(settings["strata"]),
+result = trajectories(family, dataset, models, read, bootstrap, ks, settings.strata,
                       identities[ref].windows, table.kinds)  # fmt: skip
 save(result, snakemake.output.counts, snakemake.output.meta)
 for note in result.notes:

@@ -11,7 +11,7 @@ CONTRIBUTING.md, "A new fit form", says how to add one.
 from __future__ import annotations
 
 from rankscale.laws.compare import aicc, compare_forms, leave_one_out_rmse
-from rankscale.laws.form import FitForm, FittedLaw, Points, Replicates
+from rankscale.laws.form import FitForm, FittedLaw, Points, RefittedParameters
 from rankscale.laws.joint import JOINT, JointLaw, fit_joint_law
 from rankscale.laws.power import OFFSET_POWER_LAW, POWER_LAW, OffsetPowerLaw, PowerLaw, fit_power_law, ols, r_squared
 
@@ -31,7 +31,7 @@ __all__ = [
     "OffsetPowerLaw",
     "Points",
     "PowerLaw",
-    "Replicates",
+    "RefittedParameters",
     "aicc",
     "compare_forms",
     "fit_joint_law",

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-Replicates = dict[str, np.ndarray]  # a form's parameters refitted on bootstrap replicates: name -> [B]
+RefittedParameters = dict[str, np.ndarray]  # a form's parameters refitted on bootstrap replicates: name -> [B]
 
 
 @dataclass(frozen=True)
@@ -59,8 +59,8 @@ class FitForm:
     n_params: int  # free parameters, for AICc
     fit: Callable[[Points, np.ndarray], FittedLaw]
     from_row: Callable[[Mapping[str, Any]], FittedLaw]
-    fit_replicates: Callable[[Points, np.ndarray, FittedLaw, int], Replicates]
-    predict_replicates: Callable[[Replicates, Points], np.ndarray]
+    fit_replicates: Callable[[Points, np.ndarray, FittedLaw, int], RefittedParameters]
+    predict_replicates: Callable[[RefittedParameters, Points], np.ndarray]
     scaled: Callable[[FittedLaw, float], FittedLaw]  # the law times a factor (N y(S): an N-token sequence law)
     variables: tuple[str, ...] = ("S",)  # ("S", "D"): a law in size and training tokens
     exponent: str | None = "alpha"  # the parameter exponent contrasts compare (None: the form has none)
@@ -76,7 +76,7 @@ class FitForm:
     def predict(self, law: FittedLaw, points: Points) -> np.ndarray:
         return law.predict(points)
 
-    def unidentified(self, law: FittedLaw, replicates: Replicates, level_of_y: float) -> dict[str, str]:
+    def unidentified(self, law: FittedLaw, replicates: RefittedParameters, level_of_y: float) -> dict[str, str]:
         """Parameters the data cannot identify, with why: those at a bound of their domain in the fit, or in
         most refitted replicates. Their intervals would be points (every refit stops at the bound), so tables
         report them as not identified instead."""
@@ -92,7 +92,7 @@ class FitForm:
                 out[name] = f"{name} at its bound {bound.describe()} {where}: not identified"
         return out
 
-    def bounded_ends(self, replicates: Replicates, level: float, level_of_y: float) -> dict[str, str]:
+    def bounded_ends(self, replicates: RefittedParameters, level: float, level_of_y: float) -> dict[str, str]:
         """Parameters whose `level` percentile interval runs into a bound of their domain, naming every end that
         does (lower and upper): at least (1 - level) / 2 of the refits stop there, so that end is the bound, not a
         quantile of the parameter's noise (the interval is one-sided there)."""
@@ -102,7 +102,7 @@ class FitForm:
             out[name] = f"{name}'s interval ends at its bound{'s' if len(ends) > 1 else ''} {said}"
         return out
 
-    def spanning(self, replicates: Replicates, level: float, level_of_y: float) -> dict[str, str]:
+    def spanning(self, replicates: RefittedParameters, level: float, level_of_y: float) -> dict[str, str]:
         """Parameters whose `level` interval runs into both ends of a finite domain: it spans every value the fit
         allows, so the data say nothing of the parameter (not identified, with why)."""
         out = {}
@@ -112,7 +112,7 @@ class FitForm:
                 out[name] = f"{name}'s interval spans its whole domain [{low:g}, {high:g}]: not identified"
         return out
 
-    def _ends_at_bounds(self, replicates: Replicates, level: float,
+    def _ends_at_bounds(self, replicates: RefittedParameters, level: float,
                         level_of_y: float) -> dict[str, list[tuple[str, float, float]]]:  # fmt: skip
         """Per bounded parameter, each end ("low", "high") at least (1 - level) / 2 of its refits stop at, with the
         bound and that share."""
@@ -159,8 +159,8 @@ def refit_each(
     y: np.ndarray,
     start: Any,
     refits: int,
-) -> Replicates:
-    """Replicates of a form without a closed form: the first `refits` rows of y refitted one by one from `start`."""
+) -> RefittedParameters:
+    """Parameters of a form without a closed form: the first `refits` rows of y refitted one by one from `start`."""
     rows = np.asarray(y, dtype=np.float64)[:refits]
     out = {name: np.full(len(rows), np.nan) for name in columns}
     for b, values in enumerate(rows):

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rankscale.laws.form import Bound, FitForm, Points, Replicates
+from rankscale.laws.form import Bound, FitForm, Points, RefittedParameters
 
 COLUMNS = ("E", "A", "alpha", "B", "beta")
 EXPONENT_RANGE = (0.0, 5.0)  # alpha and beta; E, A, B > 0 are fitted as logarithms
@@ -70,7 +70,7 @@ class JointLaw:
         return size, self.at(size, c / size)
 
     @staticmethod
-    def predict_replicates(params: Replicates, points: Points) -> np.ndarray:
+    def predict_replicates(params: RefittedParameters, points: Points) -> np.ndarray:
         assert points.training_tokens is not None
         p = {name: params[name][:, None] for name in COLUMNS}
         return (

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from rankscale.laws.form import Bound, FitForm, Points, Replicates, refit_each
+from rankscale.laws.form import Bound, FitForm, Points, RefittedParameters, refit_each
 
 
 def ols(x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
@@ -90,21 +90,21 @@ class PowerLaw:
         return fit_power_law(points.S, y)
 
     @staticmethod
-    def fit_replicates(points: Points, y: np.ndarray, law: Any, refits: int) -> Replicates:
+    def fit_replicates(points: Points, y: np.ndarray, law: Any, refits: int) -> RefittedParameters:
         """Every replicate at once (closed form); a replicate with y <= 0 or non-finite gets NaN."""
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a far-off replicate's C: inf
             line = ols(np.log(points.S), np.log(np.asarray(y, dtype=np.float64)))
             return {"alpha": -line["slope"], "C": np.exp(line["intercept"]), "r2": line["r2"]}
 
     @staticmethod
-    def predict_replicates(params: Replicates, points: Points) -> np.ndarray:
+    def predict_replicates(params: RefittedParameters, points: Points) -> np.ndarray:
         return params["C"][:, None] * points.S[None, :] ** (-params["alpha"][:, None])
 
 
 def fit_power_law(x: np.ndarray, y: np.ndarray) -> PowerLaw:
     """The point fit: numpy's least squares of log y on log x (needs >= 2 distinct x and y > 0).
 
-    Replicates use `ols`, equal to it to ~1e-12 (tests/test_bootstrap.py checks).
+    Replicate refits use `ols`, equal to it to ~1e-12 (tests/test_bootstrap.py checks).
     """
     x, y = check_points(x, y)
     lx, ly = np.log(x), np.log(y)
@@ -185,7 +185,7 @@ class OffsetPowerLaw:
         return cls(E=e, alpha=alpha, C=c, r2=r_squared(ly, np.log(fitted)), n=int(size.size))
 
     @staticmethod
-    def predict_replicates(params: Replicates, points: Points) -> np.ndarray:
+    def predict_replicates(params: RefittedParameters, points: Points) -> np.ndarray:
         return params["E"][:, None] + params["C"][:, None] * points.S[None, :] ** (-params["alpha"][:, None])
 
 

@@ -19,7 +19,7 @@ from rankscale.plan.keys import (
     tokenizer_params,
     tokenizer_sources,
 )
-from rankscale.plan.models import build_plan, checkpoint_name, ladder_models
+from rankscale.plan.models import Plans, build_plan, checkpoint_name, ladder_models
 from rankscale.plan.settings import (
     figure_settings,
     run_checkpoints,
@@ -34,6 +34,7 @@ __all__ = [
     "RUNTIME_KEYS",
     "ConfigError",
     "ModelPlan",
+    "Plans",
     "Runtime",
     "build_plan",
     "check_local_model",

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from rankscale.config import ConfigError, load_schema
 from rankscale.corpus import CorpusError
 from rankscale.layout import Ladder
-from rankscale.plan.keys import ladder_dir
 from rankscale.schedule import tokens_per_step, training_steps
 from rankscale.sources import check_dataset
 
@@ -24,9 +23,10 @@ if TYPE_CHECKING:
     from rankscale.plan.types import ModelPlan
 
 
-def check_config(config: Mapping[str, Any], check_paths: bool = True) -> None:
-    """Everything about a validated configuration that its schema cannot check, before any model is planned."""
-    check_ladder(config, check_paths)
+def check_config(config: Mapping[str, Any], ladder: Ladder, check_paths: bool = True) -> None:
+    """Everything about a validated configuration that its schema cannot check, before any model is planned
+    (`ladder`: its ladder's files, `rankscale.plan.keys.ladder_dir`)."""
+    check_ladder(config, ladder, check_paths)
     check_checkpoints(config)
     check_datasets(config, check_paths)
     check_analysis(config)
@@ -62,7 +62,7 @@ def check_checkpoints(config: Mapping[str, Any]) -> None:
         )
 
 
-def check_ladder(config: Mapping[str, Any], check_paths: bool = True) -> None:
+def check_ladder(config: Mapping[str, Any], files: Ladder, check_paths: bool = True) -> None:
     """Sizes that cannot be built, and a seq_len the training text cannot fill once.
 
     The text's length in tokens is known once the ladder tokenizer exists (the ladder_tokenizer
@@ -76,7 +76,7 @@ def check_ladder(config: Mapping[str, Any], check_paths: bool = True) -> None:
                 f"ladder.sizes[{i}].heads: {size['heads']} heads do not divide d_model = {size['d_model']} "
                 f"(size {size['name']!r})"
             )
-    counts = Path(Ladder(ladder_dir(config, validated=True)).counts)
+    counts = Path(files.counts)
     if ladder and check_paths and counts.is_file():
         tokens = int(json.loads(counts.read_text())["tokens"])
         if ladder["train"]["seq_len"] > tokens:

@@ -12,8 +12,9 @@ from typing import Any
 
 from rankscale.canon import KEY_CHARS, short_hash
 from rankscale.formats import CORPUS_FORMAT, RANK_FORMAT
-from rankscale.layout import Ladder, Layout, run_name
-from rankscale.plan.keys import corpus_meaning, ladder_dir, tokenizer_meaning
+from rankscale.layout import Layout, run_name
+from rankscale.plan.keys import corpus_meaning, tokenizer_meaning
+from rankscale.plan.models import Plans
 from rankscale.plan.settings import summary_settings, training_params
 from rankscale.plan.types import ModelPlan
 
@@ -36,7 +37,7 @@ def _key(name: str, meaning: Any) -> str:
 
 
 def layout(
-    config: Mapping[str, Any], plans: Mapping[str, ModelPlan], config_files: Sequence[str | Path] = (),
+    config: Mapping[str, Any], plans: Plans, config_files: Sequence[str | Path] = (),
     default_config: str | Path = "config/config.yaml", overrides: Mapping[str, Any] | None = None,
 ) -> Layout:  # fmt: skip
     """Every file key of a validated configuration and its plan (`overrides`: the command line's `--config`)."""
@@ -69,5 +70,5 @@ def layout(
         rank_keys=rank_keys,
         summary_keys=summary_keys,
         tokenizers={name: plan.tokenizer_key for name, plan in plans.items()},
-        ladder=Ladder(ladder_dir(config, validated=True)),
+        ladder=plans.ladder,
     )

@@ -69,7 +69,7 @@ def ladder_models(config: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _source(
-    entry: Mapping[str, Any], where: str, check_paths: bool, ladder: str
+    entry: Mapping[str, Any], where: str, check_paths: bool, ladder: Ladder
 ) -> tuple[ModelSource, str, tuple[int, str] | None, GgufSource | None]:
     """Where a model comes from, the key of its tokenization jobs, its positions if known now, and the GGUF
     file it is converted from (if any)."""
@@ -77,16 +77,16 @@ def _source(
     if entry.get("ladder"):
         source = ModelSource(
             name=name,
-            location=Ladder(ladder).model(name),
+            location=ladder.model(name),
             revision=None,
-            tokenizer=Ladder(ladder).tokenizer,
+            tokenizer=ladder.tokenizer,
             trust_remote_code=False,
             allow_pickle=False,
             tokenizer_revision=None,
             local=True,
             tokenizer_local=True,
         )  # the tokenizer is the workflow's own output: local before it exists, so params never flip
-        return source, ladder_tokenizer_key(ladder), (entry["seq_len"], f"ladder model {name!r} (ladder.train.seq_len)"), None
+        return source, ladder_tokenizer_key(ladder.dir), (entry["seq_len"], f"ladder model {name!r} (ladder.train.seq_len)"), None
     common = {
         "name": name,
         "tokenizer": entry["tokenizer"],
@@ -126,7 +126,17 @@ def _source(
     raise ConfigError(f"{where}: model {name!r} needs `hub_id` (with optional `revision`), `path` or `gguf`; add one")
 
 
-def build_plan(config: Mapping[str, Any], check_paths: bool = True, validated: bool = False) -> dict[str, ModelPlan]:
+class Plans(dict[str, ModelPlan]):
+    """Every model's plan by name, in config order, and the ladder's files they were planned with
+    (`Ladder(NO_LADDER)` without a ladder): the ladder's directory is computed once, by `build_plan`, and the
+    file layout (`rankscale.plan.files.layout`) reads it here."""
+
+    def __init__(self, plans: Mapping[str, ModelPlan], ladder: Ladder) -> None:
+        super().__init__(plans)
+        self.ladder = ladder
+
+
+def build_plan(config: Mapping[str, Any], check_paths: bool = True, validated: bool = False) -> Plans:
     """Resolve every model entry (ladder sizes first) into a ModelPlan, in config order, reading top to bottom:
     validate, check the configuration, build each model (its source, tokenizer key, settings), then derive
     what needs all of them (checkpoint groups, distinct tokenizer keys) and check those.
@@ -136,10 +146,10 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True, validated: b
     """
     if not validated:
         config = validate(copy.deepcopy(dict(config)))
-    check_config(config, check_paths)
+    ladder = Ladder(ladder_dir(config, validated=True))  # the one place a plan computes it
+    check_config(config, ladder, check_paths)
     defaults = config["extraction"]
     windows = dataset_windows(config)
-    ladder = ladder_dir(config, validated=True)
     plans: dict[str, ModelPlan] = {}
     n_ladder = len(ladder_models(config))
     for i, entry in enumerate(ladder_models(config) + config["models"]):
@@ -187,7 +197,7 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True, validated: b
     mark_checkpoints(plans)
     distinct_tokenizer_keys(plans)
     check_plans(plans)
-    return plans
+    return Plans(plans, ladder)
 
 
 def _weights(entry: Mapping[str, Any], source: ModelSource) -> str | None:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rankscale.plots import emergence, extrapolation, laws, lognormal, seeds, strata, tokens, training
-from rankscale.plots.common import Figure, FigureData, save
+from rankscale.plots.common import Figure, FigureData, FigureSettings, save
 from rankscale.registry import Registry
 
 FIGURES: Registry[Figure] = Registry(
@@ -45,4 +45,4 @@ def left_out(models: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return {name: NEEDS[f.needs][1] for name, f in FIGURES.items() if f.needs and not NEEDS[f.needs][0](models)}
 
 
-__all__ = ["FIGURES", "Figure", "FigureData", "left_out", "save"]
+__all__ = ["FIGURES", "Figure", "FigureData", "FigureSettings", "left_out", "save"]

@@ -3,8 +3,9 @@ that stay inside their panel and legends that stay off the data."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +15,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 from matplotlib.artist import Artist  # noqa: E402
 from matplotlib.legend import Legend  # noqa: E402
 from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
 from rankscale.atomic import atomic_path  # noqa: E402
-from rankscale.laws import FitForm  # noqa: E402
-from rankscale.report.sections import subcategory  # noqa: E402
+from rankscale.laws import FORMS, FitForm  # noqa: E402
+from rankscale.sections import subcategory  # noqa: E402
 from rankscale.tables import Replicates  # noqa: E402
 
 S_LABEL = "non-embedding parameters $S$"
@@ -33,6 +35,44 @@ CLIP_NOTE = (
 CLIPPED_LABEL = "interval runs past the panel (arrow)"
 DEGENERATE_LABEL = "degenerate interval (hollow, ringed)"
 BELOW = "rankscale:legend-below"  # gid of an axes legend that `save` places under the axes' x label
+
+
+@dataclass(frozen=True)
+class FigureSettings:
+    """What one figure job is drawn with, typed once from its params (`rankscale.plan.figure_settings` makes them
+    from the validated configuration): the `figures:` keys the figure declares (`Figure.settings`; the others
+    are None here), the datasets and models it draws, the law form, and its bands' level, refits and seed. A new
+    `figures:` key is a field here, with its default in config/schema.yaml."""
+
+    rbp_k: list[int] | None = None  # figures.rbp_k: the k of Fig. 4
+    large_k: list[int] | None = None  # figures.large_k: the k of Fig. 5
+    emergence_extrapolate: float | None = None  # figures.emergence_extrapolate: decades Fig. 7b draws beyond
+    snr_threshold: float | None = None  # figures.snr_threshold: Fig. 6 marks the k below it
+    datasets: list[str] = field(default_factory=list)  # the run's datasets, in order (the figure's columns)
+    models: list[str] = field(default_factory=list)  # models whose histograms or replicates it reads
+    law_form: str | None = None  # analysis.law_form, for a figure that draws fits
+    level: float | None = None  # analysis.bootstrap.level, for a figure with bands
+    refits: int | None = None  # analysis.bootstrap.refits
+    seed: int | None = None  # analysis.bootstrap.seed
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> FigureSettings:
+        unknown = set(params) - {f.name for f in fields(cls)}
+        if unknown:
+            raise KeyError(f"figure settings {sorted(unknown)} are not fields of FigureSettings")
+        return cls(**params)
+
+    def get(self, name: str) -> Any:
+        """A `figures:` setting the figure declared (`Figure.settings`); reading an undeclared one is a bug, said so."""
+        value = getattr(self, name)
+        if value is None:
+            raise KeyError(f"this figure reads figures setting {name!r} but does not declare it in Figure.settings")
+        return value
+
+    @property
+    def form(self) -> FitForm | None:
+        """The fit form powerlaw_fits.csv holds, for a figure that draws fits (None for the others)."""
+        return FORMS[self.law_form] if self.law_form else None
 
 
 @dataclass(frozen=True)
@@ -59,10 +99,10 @@ class FigureData:
 @dataclass(frozen=True)
 class Figure:
     name: str  # results/<run>/figures/<name>.png and .pdf
-    plot: Callable[[FigureData, Mapping[str, Any], Path], None]  # (data, settings, png path)
+    plot: Callable[[FigureData, FigureSettings, Path], None]  # (data, settings, png path)
     caption: str  # reStructuredText, shown in the Snakemake report
     tables: tuple[str, ...]  # results/<run>/tables/<name>.csv it reads
-    section: str  # the analysis the report lists it under (rankscale.report.sections)
+    section: str  # the analysis the report lists it under (rankscale.sections)
     number: str  # its figure number ("8b"): the report lists a section's figures in this order
     title: str  # a few words, shown beside the number in the report's list (no braces: Snakemake expands them)
     settings: tuple[str, ...] = ()  # keys of `figures:` it reads (changing one reruns this figure only)
@@ -258,3 +298,39 @@ def clipped_errorbar(
     if degenerate.any():
         _mark_entry(ax, DEGENERATE_LABEL, marker="o", ms=7, mfc="none", mec="0.5", mew=0.7)
     return int(clipped.sum()), int(degenerate.sum())
+
+
+def readable_log_ticks(ax: Any, axis: str = "y") -> None:
+    """Tick labels a reader can use on a log axis: under a decade, a few evenly spaced ticks labelled with
+    the digits they need; up to three decades, 1, 2, 3 and 5 of each as plain numbers (20, not 2 x 10^1);
+    beyond, matplotlib's powers of ten."""
+    low, high = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    if low <= 0:
+        return
+    if high / low < 10:
+        target.set_major_locator(ticker.MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
+        target.set_minor_locator(ticker.NullLocator())
+        target.set_major_formatter(ticker.ScalarFormatter(useOffset=False))
+    elif high / low <= 1e3:  # 1, 2, 3, 5 in every decade, as plain numbers (0.2, not 2 x 10^-1)
+        target.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
+        target.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        target.set_minor_formatter(ticker.NullFormatter())
+
+
+def say_left_out(ax: Any, what: str, models: Sequence[str]) -> None:
+    """Say on the panel which models' fits are not drawn: a fit at a bound is a limit, not a result, and a
+    reader must not take its absence for missing data. The text sits between the panel's title (call this after
+    setting it) and its top edge, so it covers no point."""
+    if not len(models):
+        return
+    lines = textwrap.wrap(what + ", ".join(models), width=80)
+    ax.text(0.5, 1.01, "\n".join(lines), transform=ax.transAxes, ha="center", va="bottom", fontsize=6, color="0.2")
+    ax.set_title(ax.get_title(), pad=6.0 + 7.5 * len(lines))
+
+
+def nothing_to_draw(ax: Any, why: str) -> None:
+    """An empty panel that says why (one model per family, every fit at a bound), rather than a blank or a crash."""
+    ax.axis("off")
+    ax.text(0.5, 0.5, f"nothing to draw: {why}", transform=ax.transAxes, ha="center", va="center", fontsize=8,
+            wrap=True)  # fmt: skip

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +14,15 @@ from rankscale.plots.common import (
     S_LABEL,
     Figure,
     FigureData,
+    FigureSettings,
     clipped_errorbar,
     cycle_color,
     figure_legend,
     grid,
+    readable_log_ticks,
     save,
 )
-from rankscale.plots.laws import readable_log_ticks
-from rankscale.report.sections import EMERGENCE
+from rankscale.sections import EMERGENCE
 from rankscale.tables import LawKey, finals, select
 from rankscale.tables.selection import n_sizes
 
@@ -57,7 +57,7 @@ def _law_curve(data: FigureData, family: str, dataset: str, k: int, n: int, size
     return s.S, fit.form.predict(fit.form.scaled(fit.law, n), s)
 
 
-def fig_emergence(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_emergence(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """-log p_{N,k} vs S, log-log, one colour per N: measured runs (with intervals), independent and Markov
     predictions, and the fitted sequence law N C S^-alpha (paper Fig. 7, in the space where it is a line)."""
     table = finals(data.tables["emergence"])
@@ -102,12 +102,12 @@ def fig_emergence(data: FigureData, settings: Mapping[str, Any], png: Path) -> N
     save(fig, png)
 
 
-def fig_emergence_probability(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_emergence_probability(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """p_{N,k} itself against S (linear), where emergence looks like a sigmoid: measured runs with intervals and
     the fitted law exp(-N C S^-alpha) over the measured sizes, extended only as far as `emergence_extrapolate`."""
     table = finals(data.tables["emergence"])
     rows, ks = _panels(table, data.datasets)
-    decades = float(settings["emergence_extrapolate"])
+    decades = float(settings.get("emergence_extrapolate"))
     fig, axes = grid(len(rows), len(ks), w=4.4, h=3.4)
     for i, (dataset, family) in enumerate(rows):
         for j, k in enumerate(ks):

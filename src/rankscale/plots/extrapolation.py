@@ -8,7 +8,6 @@ holds 0 exactly where the table says the observed value is `covered`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,18 @@ import pandas as pd
 from matplotlib import ticker
 
 from rankscale.metrics import METRICS
-from rankscale.plots.common import CLIP_NOTE, Figure, FigureData, clipped_errorbar, colors, grid, legend_below, save
-from rankscale.report.sections import OUT_OF_SAMPLE
+from rankscale.plots.common import (
+    CLIP_NOTE,
+    Figure,
+    FigureData,
+    FigureSettings,
+    clipped_errorbar,
+    colors,
+    grid,
+    legend_below,
+    save,
+)
+from rankscale.sections import OUT_OF_SAMPLE
 from rankscale.tables.selection import without_notes
 
 MARKERS = {1: "o", 2: "^"}  # the largest size held out, the two largest
@@ -44,7 +53,7 @@ def quantity(metric: str, k: Any) -> str:
     return METRICS[metric].axis_label(None if pd.isna(k) else int(k), law=False)
 
 
-def fig_extrapolation(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_extrapolation(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """Each held-out prediction's relative error with its paired interval, per quantity, against zero."""
     table = without_notes(data.tables["extrapolation"])  # note rows: families with nothing to hold out
     errors = relative_errors(table) if len(table) else pd.DataFrame()

@@ -3,35 +3,33 @@ cross-entropy in bits per byte). The out-of-sample test of the laws (Fig. 9) is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib import ticker
 
-from rankscale.bootstrap import interval
-from rankscale.laws import Points
 from rankscale.metrics import metric_for_law
 from rankscale.plots.common import (
     CLIP_NOTE,
     S_LABEL,
     Figure,
     FigureData,
-    clipped_errorbar,
+    FigureSettings,
     colors,
     cycle_color,
     figure_legend,
     grid,
     legend_below,
     panel_note,
+    readable_log_ticks,
     save,
 )
-from rankscale.report.sections import BITS_PER_BYTE, K_AXIS, LAWS
-from rankscale.tables import LawKey, select
-from rankscale.tables.lawkit import LawRefits
-from rankscale.tables.selection import LawFit, n_sizes, single_size, without_notes
+from rankscale.plots.law_lines import draw_law
+from rankscale.sections import BITS_PER_BYTE, K_AXIS, LAWS
+from rankscale.tables import select
+from rankscale.tables.selection import single_size, without_notes
 
 INTERVAL_NOTE = (
     "Error bars: percentile intervals of a bootstrap over documents (``analysis.bootstrap``); shaded band: "
@@ -39,93 +37,6 @@ INTERVAL_NOTE = (
     "pretrained model) has no law: its model is a star named beside it, and every other family's law is drawn on, "
     "dashed with its band, out to its S (cross_family.csv gives the numbers). " + CLIP_NOTE
 )
-
-
-def readable_log_ticks(ax: Any, axis: str = "y") -> None:
-    """Tick labels a reader can use on a log axis: under a decade, a few evenly spaced ticks labelled with
-    the digits they need; up to three decades, 1, 2, 3 and 5 of each as plain numbers (20, not 2 x 10^1);
-    beyond, matplotlib's powers of ten."""
-    low, high = ax.get_ylim() if axis == "y" else ax.get_xlim()
-    target = ax.yaxis if axis == "y" else ax.xaxis
-    if low <= 0:
-        return
-    if high / low < 10:
-        target.set_major_locator(ticker.MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
-        target.set_minor_locator(ticker.NullLocator())
-        target.set_major_formatter(ticker.ScalarFormatter(useOffset=False))
-    elif high / low <= 1e3:  # 1, 2, 3, 5 in every decade, as plain numbers (0.2, not 2 x 10^-1)
-        target.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
-        target.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        target.set_minor_formatter(ticker.NullFormatter())
-
-
-def draw_law(
-    ax: Any,
-    data: FigureData,
-    family: str,
-    dataset: str,
-    law: str,
-    k: int | None,
-    color: str,
-    marker: str = "o",
-    series: str = "",
-    reach: tuple[float, float] | None = None,
-    name_points: bool = False,
-) -> bool:
-    """One family's points with error bars (clipped to the panel: set its log scales first), its fitted law and
-    the law's bootstrap band; False if nothing to draw. `reach`: sizes beyond the family's own the law is drawn
-    out to (dashed, band included), where other families' models sit. A family of one size has no law: its points
-    alone, said so in the legend (and named beside them with `name_points`)."""
-    key = LawKey(family, dataset, law, k)
-    metric = key.metric
-    group = key.points(data.tables["metrics"])
-    y = metric.to_law(group["value"].to_numpy(float))
-    ok = y > 0
-    if not ok.any():
-        return False
-    with np.errstate(divide="ignore", invalid="ignore"):  # -log of a bound of 0 is unbounded: clipped, marked
-        bounds = metric.to_law(group[["ci_low", "ci_high"]].to_numpy(float))
-    s_ok = group["S"].to_numpy(float)[ok]
-    ms = 10 if marker == "*" else 5  # a star reads as small as a circle at the same size
-    clipped_errorbar(ax, s_ok, y[ok], bounds[ok, 0], bounds[ok, 1], marker=marker, color=color, ms=ms)
-    label = f"{family} {series}".strip()
-    if n_sizes(group["S"]) < 2:
-        if name_points:
-            for s, v, model in zip(s_ok, y[ok], group["model"][ok], strict=True):
-                ax.annotate(model, (s, v), xytext=(6, 4), textcoords="offset points", fontsize=7, color=color)
-        models = ", ".join(dict.fromkeys(group["model"]))
-        label += ("" if models == family else f" ({models})") + f": one size, no law (S = {s_ok.max():.3g})"
-        ax.plot([], [], marker, color=color, ms=ms, label=label)
-        return True
-    fit = key.select(data.tables["powerlaw_fits"], data.law_form)
-    if fit is not None:
-        _draw_fit(ax, data, fit, group, color, reach)
-        if fit.form.exponent is not None:
-            low, high = fit.interval(fit.form.exponent)
-            label += f": $\\alpha$={fit.value(fit.form.exponent):.3f} [{low:.3f}, {high:.3f}]"
-        label += f", $R^2$={fit.value('r2'):.3f}" if "r2" in fit.form.columns else ""
-    ax.plot([], [], marker + "-", color=color, label=label)
-    return True
-
-
-def _draw_fit(
-    ax: Any, data: FigureData, fit: LawFit, group: pd.DataFrame, color: str, reach: tuple[float, float] | None
-) -> None:
-    """A fitted law over its sizes (solid), out to `reach` beyond them (dashed), and its bootstrap band over both."""
-    low_s, high_s = float(group["S"].min()), float(group["S"].max())
-    inside = Points.of(np.geomspace(low_s, high_s, 60))
-    spans = [] if reach is None else [(min(reach[0], low_s), low_s), (high_s, max(reach[1], high_s))]
-    beyond = [Points.of(np.geomspace(a, b, 30)) for a, b in spans if a < b]
-    ax.plot(inside.S, fit.form.predict(fit.law, inside), "-", color=color, alpha=0.85)
-    for part in beyond:
-        ax.plot(part.S, fit.form.predict(fit.law, part), "--", color=color, alpha=0.85, lw=1.0)
-    if data.replicates is None:
-        return
-    assert data.level is not None and data.refits is not None, "bands need the level and refits"
-    everywhere = Points.of(np.unique(np.concatenate([inside.S, *(part.S for part in beyond)])))
-    refitted = LawRefits.of(group, data.replicates, fit.form, fit.law, data.refits, data.seed)  # seeds too, if any
-    low, high = interval(refitted.band(everywhere), data.level)
-    ax.fill_between(everywhere.S, low, high, color=color, alpha=0.18, lw=0)
 
 
 def one_size_families(
@@ -180,16 +91,16 @@ def rbp_rows(data: FigureData, ks: Sequence[int], png: Path) -> None:
     save(fig, png)
 
 
-def fig_rbp1(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_rbp1(data: FigureData, settings: FigureSettings, png: Path) -> None:
     rbp_rows(data, [1], png)
 
 
-def fig_rbp_k(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
-    rbp_rows(data, settings["rbp_k"], png)
+def fig_rbp_k(data: FigureData, settings: FigureSettings, png: Path) -> None:
+    rbp_rows(data, settings.get("rbp_k"), png)
 
 
-def fig_large_k(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
-    rbp_rows(data, settings["large_k"], png)
+def fig_large_k(data: FigureData, settings: FigureSettings, png: Path) -> None:
+    rbp_rows(data, settings.get("large_k"), png)
 
 
 def low_snr_spans(k: np.ndarray, snr: np.ndarray, threshold: float) -> list[tuple[float, float]]:
@@ -208,7 +119,7 @@ def low_snr_spans(k: np.ndarray, snr: np.ndarray, threshold: float) -> list[tupl
     return spans
 
 
-def fig_r2_alpha(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_r2_alpha(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """R^2 and alpha of the -log RBP_k law as functions of k, with bootstrap bands (paper Fig. 6)."""
     fits = data.tables["powerlaw_fits"]
     palette = colors(fits["family"].unique())
@@ -227,7 +138,7 @@ def fig_r2_alpha(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
                 ax.semilogx(k, group[p], ".-", color=palette[family], label=family, ms=3)
                 ax.fill_between(k, group[f"{p}_ci_low"], group[f"{p}_ci_high"], color=palette[family], alpha=0.2, lw=0)
             if not marked:
-                for start, end in low_snr_spans(k, group["snr"].to_numpy(float), settings["snr_threshold"]):
+                for start, end in low_snr_spans(k, group["snr"].to_numpy(float), settings.get("snr_threshold")):
                     for ax in axes[:, j]:
                         ax.axvspan(start, end, color="0.85", zorder=0, lw=0)
                 marked = True
@@ -241,7 +152,7 @@ def fig_r2_alpha(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
         axes[0, j].set_ylabel("$R^2$ of the fit (log space)")
         exponent = data.law_form.exponent
         axes[1, j].set_ylabel("exponent $\\alpha$" if exponent == "alpha" else f"{data.law_form.name}: {exponent}")
-        axes[0, j].plot([], [], "s", color="0.85", label=f"SNR < {settings['snr_threshold']:g}")
+        axes[0, j].plot([], [], "s", color="0.85", label=f"SNR < {settings.get('snr_threshold'):g}")
         for ax in axes[:, j]:
             ax.set_xlabel("$k$")
             ax.grid(True, which="both", alpha=0.3)
@@ -252,7 +163,7 @@ def fig_r2_alpha(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
 CE_AND_RBP1 = (("ce", None, "o", "CE"), ("neg_log_rbp", 1, "s", "$-\\log\\,\\mathrm{RBP}_1$"))  # Fig. 8a's laws
 
 
-def fig_ce_vs_rbp1(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_ce_vs_rbp1(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """CE and -log RBP_1 against S on shared log axes, so their slopes compare at a glance (paper Fig. 8, left)."""
     metrics = data.tables["metrics"]
     families = sorted(metrics["family"].unique())
@@ -274,7 +185,7 @@ def fig_ce_vs_rbp1(data: FigureData, settings: Mapping[str, Any], png: Path) -> 
     save(fig, png)
 
 
-def fig_bits_per_byte(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_bits_per_byte(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """Cross-entropy in bits per byte of text against S, every family on one panel per dataset: unlike nats per
     token, comparable between families whose tokenizers differ."""
     fig, axes = grid(1, len(data.datasets), w=4.8, h=4.2)

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import textwrap
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,37 +13,23 @@ from rankscale.plots.common import (
     S_LABEL,
     Figure,
     FigureData,
+    FigureSettings,
     clipped_errorbar,
     colors,
     cycle_color,
     grid,
     legend_below,
+    nothing_to_draw,
+    readable_log_ticks,
     save,
+    say_left_out,
 )
-from rankscale.plots.laws import draw_law, readable_log_ticks
+from rankscale.plots.law_lines import draw_law
 from rankscale.rankdist import FAMILIES
-from rankscale.report.sections import LOGNORMAL
+from rankscale.sections import LOGNORMAL
 from rankscale.tables import LawKey, finals, select
 
 NOT_IDENTIFIED_NOTE = "no identified lognormal (a parameter at a bound, or none fitted), left out: "
-
-
-def say_left_out(ax: Any, what: str, models: Sequence[str]) -> None:
-    """Say on the panel which models' fits are not drawn: a fit at a bound is a limit, not a result, and a
-    reader must not take its absence for missing data. The text sits between the panel's title (call this after
-    setting it) and its top edge, so it covers no point."""
-    if not len(models):
-        return
-    lines = textwrap.wrap(what + ", ".join(models), width=80)
-    ax.text(0.5, 1.01, "\n".join(lines), transform=ax.transAxes, ha="center", va="bottom", fontsize=6, color="0.2")
-    ax.set_title(ax.get_title(), pad=6.0 + 7.5 * len(lines))
-
-
-def nothing_to_draw(ax: Any, why: str) -> None:
-    """An empty panel that says why (one model per family, every fit at a bound), rather than a blank or a crash."""
-    ax.axis("off")
-    ax.text(0.5, 0.5, f"nothing to draw: {why}", transform=ax.transAxes, ha="center", va="center", fontsize=8,
-            wrap=True)  # fmt: skip
 
 
 def unidentified(table: pd.DataFrame) -> list[str]:
@@ -55,7 +38,7 @@ def unidentified(table: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(table.loc[missing, "model"]))
 
 
-def fig_derived_laws(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_derived_laws(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """Measured CE and -log RBP_1 against S with their laws, beside the laws the fitted lognormal implies."""
     metrics = data.tables["metrics"]
     contrasts = data.tables["exponent_contrasts"]
@@ -99,7 +82,7 @@ def fig_derived_laws(data: FigureData, settings: Mapping[str, Any], png: Path) -
     save(fig, png)
 
 
-def fig_mu_sigma(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_mu_sigma(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """mu/sigma (top) and mu, sigma (bottom) of the fitted lognormal against S, with intervals and the
     linear trend in log S of lognormal_trends.csv (paper Fig. 8, right; Hypothesis 2)."""
     table, trends = finals(data.tables["conjecture"]), data.tables["lognormal_trends"]
@@ -156,7 +139,7 @@ def fig_mu_sigma(data: FigureData, settings: Mapping[str, Any], png: Path) -> No
     save(fig, png)
 
 
-def fig_decomposition(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_decomposition(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """CE stacked into error entropy, self-alignment and confidence against S (arXiv 2510.04067)."""
     table, fits = finals(data.tables["conjecture"]), data.tables["powerlaw_fits"]
     parts = (("ee", "error entropy"), ("self_alignment", "self-alignment"), ("confidence", "confidence $-\\log C$"))
@@ -202,7 +185,7 @@ def binned(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return sums / np.diff(edges)
 
 
-def fig_rank_histogram(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_rank_histogram(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """Rank distribution in logarithmic bins (density per rank) with the fitted lognormal and the best alternative,
     smallest and largest model of each family."""
     lognormal, tests = finals(data.tables["lognormal_fits"]), data.tables["rank_distribution_tests"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +10,18 @@ import pandas as pd
 
 from rankscale.bootstrap import has_replicas, interval
 from rankscale.laws import Points
-from rankscale.plots.common import S_LABEL, Figure, FigureData, cycle_color, grid, legend_below, save
-from rankscale.plots.laws import readable_log_ticks
-from rankscale.report.sections import SEEDS
+from rankscale.plots.common import (
+    S_LABEL,
+    Figure,
+    FigureData,
+    FigureSettings,
+    cycle_color,
+    grid,
+    legend_below,
+    readable_log_ticks,
+    save,
+)
+from rankscale.sections import SEEDS
 from rankscale.tables import LawKey, select
 from rankscale.tables.lawkit import LawRefits
 from rankscale.tables.selection import optional_int
@@ -56,7 +64,7 @@ def _panel(ax: Any, data: FigureData, key: LawKey) -> bool:
     return True
 
 
-def fig_seeds(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_seeds(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """-log RBP_1 and CE against S for every family with several seeds per size: each seed and the pool."""
     metrics = data.tables["metrics"]
     final = metrics[metrics["final"].astype(bool)].drop_duplicates("model")

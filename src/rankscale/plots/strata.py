@@ -8,7 +8,7 @@ where it reads powerlaw_fits.csv (`Figure.reads_fits`), so these take it from th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +23,18 @@ from rankscale.plots.common import (
     S_LABEL,
     Figure,
     FigureData,
+    FigureSettings,
     clipped_errorbar,
     cycle_color,
     figure_legend,
     grid,
     legend_below,
+    nothing_to_draw,
+    readable_log_ticks,
     save,
+    say_left_out,
 )
-from rankscale.plots.laws import readable_log_ticks
-from rankscale.plots.lognormal import nothing_to_draw, say_left_out
-from rankscale.report.sections import STRATA
+from rankscale.sections import STRATA
 from rankscale.tables import finals, select
 from rankscale.tables.selection import ONE_SIZE, n_sizes, without_notes
 
@@ -134,7 +136,7 @@ def _strata_panel(
     ax.title.set_fontsize(9)  # say_left_out sets the title anew, at the default size
 
 
-def fig_strata(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_strata(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """The exponents of -log RBP_1, RBP_10, RBP_100 and CE by stratum: a row per family and dataset with laws,
     a column per stratum kind."""
     fits = data.tables["strata_fits"]
@@ -235,7 +237,7 @@ def _off_axes(value: np.ndarray) -> str:
     return ", ".join(parts) + " (not drawn)" if parts else ""
 
 
-def fig_frequency(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_frequency(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """-log RBP_1 against S per frequency bin, with each bin's law: a column per dataset, a row per family."""
     strata, fits = data.tables["strata"], data.tables["strata_fits"]
     k = 1

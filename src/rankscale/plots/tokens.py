@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from rankscale.plots.common import (
     S_LABEL,
     Figure,
     FigureData,
+    FigureSettings,
     clipped_errorbar,
     cycle_color,
     grid,
@@ -20,7 +20,7 @@ from rankscale.plots.common import (
     panel_note,
     save,
 )
-from rankscale.report.sections import STRATA
+from rankscale.sections import STRATA
 from rankscale.trajectories import RANK_BINS
 
 CHURN_K = (1, 10)
@@ -130,7 +130,7 @@ def _transitions(ax: Any, transitions: pd.DataFrame, family: str, dataset: str) 
     ax.set_title("rank transitions (share of each row)", fontsize=9)
 
 
-def fig_token_trajectories(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_token_trajectories(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """One row per family x dataset: churn, learned-and-kept, slopes against noise, transition matrix."""
     slopes = data.tables["token_slopes"]
     pairs = [] if slopes.empty else sorted({(f, d) for f, d in zip(slopes["family"], slopes["dataset"], strict=True)})

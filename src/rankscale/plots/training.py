@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +15,15 @@ from rankscale.plots.common import (
     CLIP_NOTE,
     Figure,
     FigureData,
+    FigureSettings,
     clipped_errorbar,
     cycle_color,
     grid,
     legend_below,
+    readable_log_ticks,
     save,
 )
-from rankscale.plots.laws import readable_log_ticks
-from rankscale.report.sections import TRAINING_TOKENS
+from rankscale.sections import TRAINING_TOKENS
 from rankscale.tables import select
 
 D_LABEL = "training tokens $D$"
@@ -84,7 +85,7 @@ def _draw(data: FigureData, png: Path, panel: Callable[[Any, str, str, int | Non
     save(fig, png)
 
 
-def fig_tokens(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_tokens(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """-log RBP_1 and CE against D, one line per size, with each size's law in D (data_fits.csv)."""
 
     def panel(ax: Any, dataset: str, law: str, k: int | None, rows: pd.DataFrame) -> None:
@@ -106,7 +107,7 @@ def fig_tokens(data: FigureData, settings: Mapping[str, Any], png: Path) -> None
     _draw(data, png, panel)
 
 
-def fig_compute_frontier(data: FigureData, settings: Mapping[str, Any], png: Path) -> None:
+def fig_compute_frontier(data: FigureData, settings: FigureSettings, png: Path) -> None:
     """y against compute C = 6 S D for every size's checkpoints, and the compute frontier of the joint law."""
 
     def panel(ax: Any, dataset: str, law: str, k: int | None, rows: pd.DataFrame) -> None:

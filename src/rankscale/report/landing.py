@@ -20,10 +20,10 @@ import pandas as pd
 
 from rankscale.atomic import atomic_path
 from rankscale.laws.few_documents import MIN_DOCUMENTS
+from rankscale.layout import RunFiles
 from rankscale.manifest import report_fields
 from rankscale.tables.base import read_table
 
-LANDING = "report/landing.rst"  # under results/<run>/
 ANCHOR = "rankscale-landing"  # the id of the page's root element (its style is scoped to it)
 
 DESCRIPTION = """\
@@ -261,11 +261,11 @@ def _read(path: Path) -> pd.DataFrame:
     return read_table(path) if path.is_file() else pd.DataFrame()
 
 
-def results_html(tables: Path, level: float) -> str:
-    """The headline results from the tables in `tables` (results/<run>/tables)."""
+def results_html(run: RunFiles, level: float) -> str:
+    """The headline results from the run's tables (results/<run>/tables)."""
 
     def table(name: str) -> pd.DataFrame:
-        return _read(tables / f"{name}.csv")
+        return _read(Path(run.table(name)))
 
     found = headlines(table("powerlaw_fits"), table("exponent_contrasts"))
     singles = one_model_lines(table("cross_family"))
@@ -311,22 +311,23 @@ def landing_rst(out: Path, level: float, left_out: Mapping[str, str] | None = No
     """The landing page of the run in `out` (results/<run>): reStructuredText for Snakemake's report, whose
     body is raw HTML, kept away from the report's Jinja (`raw` blocks). `left_out`: the figures the study leaves
     out, and why."""
+    run = RunFiles(out)
     body = (f'<div id="{ANCHOR}"><style>{STYLE}</style>\n<h2>What this run found ({html.escape(str(out))})</h2>\n'
-            f"{results_html(out / 'tables', level)}\n"
-            f"<h2>Models</h2>\n{models_html(_read(out / 'tables' / 'metrics.csv'))}\n"
-            f"<h2>The paper's claims, checked</h2>\n{claims_html(_read(out / 'tables' / 'paper_claims.csv'))}\n"
+            f"{results_html(run, level)}\n"
+            f"<h2>Models</h2>\n{models_html(_read(Path(run.table('metrics'))))}\n"
+            f"<h2>The paper's claims, checked</h2>\n{claims_html(_read(Path(run.table('paper_claims'))))}\n"
             "<p>Figures and tables: Results, in the menu on the left; each grouped by analysis in the paper's order. "
             "A table opens as a page that sorts (click a header) and searches; its columns are described in "
             "docs/outputs.md.</p>\n"
             f"{left_out_html(left_out or {})}"
-            f"<h2>What produced it (manifest.json)</h2>\n{manifest_html(out / 'manifest.json')}\n</div>")  # fmt: skip
+            f"<h2>What produced it (manifest.json)</h2>\n{manifest_html(Path(run.manifest))}\n</div>")  # fmt: skip
     indented = "\n".join(f"   {line}" if line else "" for line in body.splitlines())
     return "{% raw %}\n" + DESCRIPTION + "\n.. raw:: html\n\n" + indented + "\n\n{% endraw %}\n"
 
 
 def write_landing(out: Path, level: float, left_out: Mapping[str, str] | None = None) -> bool:
     """Write results/<run>/report/landing.rst unless it already says the same; whether it was written."""
-    path = out / LANDING
+    path = Path(RunFiles(out).landing)
     text = landing_rst(out, level, left_out)
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return False

@@ -1,9 +1,9 @@
 """Per model x dataset summaries: computed once from a rank array (`compute`), read as typed results (`types`)."""
 
+from rankscale.bootstrap import Resampling
 from rankscale.summary.compute import (
     FEW_DOCUMENTS,
     RankPairs,
-    Resampling,
     SummarySettings,
     kish_documents,
     per_document,

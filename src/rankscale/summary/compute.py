@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from rankscale.bootstrap import BLOCK, kish_documents, replicate_totals, resample_counts
+from rankscale.bootstrap import BLOCK, Resampling, kish_documents, replicate_totals
 from rankscale.conjecture import distribution_replicates, distribution_statistics, rank_sums
 from rankscale.identity import OWN_SHA
 from rankscale.lognormal import DegenerateRanks
@@ -48,31 +48,6 @@ class SummarySettings:
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> SummarySettings:
         return cls(**{**params, "strata": StrataSettings.from_params(params["strata"])})
-
-
-@dataclass(frozen=True)
-class Resampling:
-    """Which documents a bootstrap draws from: the dataset's n_units documents (its corpus, the same for every
-    tokenizer); document d of this model's token file is unit `units[d]`. The draws depend on (seed, dataset, N)
-    alone, so every model of every family scored on the dataset sees the same resample: families compare paired."""
-
-    units: np.ndarray
-    n_units: int
-    replicates: int
-    seed: int
-    dataset: str
-
-    @classmethod
-    def for_dataset(cls, own: np.ndarray, n_documents: int, replicates: int, seed: int, dataset: str) -> Resampling:
-        """`own`: the corpus index of each document of this model's token file; `n_documents`: the corpus's."""
-        own = np.asarray(own, dtype=np.int64)
-        if own.size and (own.min() < 0 or own.max() >= n_documents):
-            raise ValueError(f"dataset {dataset}: a token file's documents lie outside its corpus of {n_documents}")
-        return cls(own, int(n_documents), replicates, seed, dataset)
-
-    def draws(self, replicates: int) -> Any:
-        """Blocks of draw counts of the first `replicates` replicates, [b, n_units] each."""
-        return resample_counts(self.n_units, replicates, self.seed, self.dataset)
 
 
 @dataclass(frozen=True)

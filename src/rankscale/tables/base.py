@@ -182,7 +182,7 @@ class Table:
     name: str  # results/<run>/tables/<name>.csv
     build: Callable[[TableInputs], pd.DataFrame]
     caption: str  # reStructuredText, shown in the Snakemake report
-    section: str  # the analysis the report lists it under (rankscale.report.sections)
+    section: str  # the analysis the report lists it under (rankscale.sections)
     needs: tuple[str, ...] = ()  # tables it is built from
     settings: tuple[str, ...] = ()  # the TableSettings it reads: `build` passes them on by name (`inputs.declared()`)
     summaries: bool = True  # reads every model x dataset summary

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from rankscale.laws import FitForm
-from rankscale.report.sections import LAWS
+from rankscale.sections import LAWS
 from rankscale.tables.base import Replicates, Table, rows_frame, typed
 from rankscale.tables.lawkit import LAW_SETTINGS
 from rankscale.tables.laws import contrast_row

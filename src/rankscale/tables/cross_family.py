@@ -13,7 +13,7 @@ from rankscale.intervals import bca
 from rankscale.laws import FitForm, FittedLaw
 from rankscale.laws.agreement import interval_p_value
 from rankscale.metrics import METRICS
-from rankscale.report.sections import LAWS
+from rankscale.sections import LAWS
 from rankscale.tables.base import Replicates, Table, interval_columns, rows_frame, typed, with_intervals
 from rankscale.tables.lawkit import LAW_SETTINGS, LawRefits, between_family_rows
 from rankscale.tables.model_intervals import one_model_interval

@@ -10,17 +10,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rankscale import sections
 from rankscale.bootstrap import interval_mc_error
 from rankscale.intervals import BIAS_LIMIT, bca, ratio_of_sums
 from rankscale.laws import ols
 from rankscale.metrics import METRICS
 from rankscale.rankdist import FAMILIES, bound_note
-from rankscale.report import sections
 from rankscale.statistics import TOKENS
 from rankscale.summary import RankTest, Summary
 from rankscale.tables.base import Replicates, Table, largest, optional_columns, with_intervals
 from rankscale.tables.model_intervals import bootstrap_interval, design_columns, metric_intervals
 from rankscale.tables.noise import covariance_df, line_with_sizes
+from rankscale.tables.selection import finals_of
 
 LOGNORMAL = "lognormal"  # the rank test entry of the lognormal itself (the others are its alternatives)
 
@@ -204,10 +205,6 @@ def _has_lognormal(s: Summary) -> bool:
     """The model's lognormal was fitted inside its bounds: NaN mu or sigma means it ran to one (or could not be
     fitted at all), which the distribution's note says."""
     return bool(np.isfinite(s.distribution.mu) and np.isfinite(s.distribution.sigma))
-
-
-def finals_of(summaries: Iterable[Summary]) -> list[Summary]:
-    return [s for s in summaries if s.final]
 
 
 TABLES = [

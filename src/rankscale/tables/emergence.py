@@ -13,15 +13,14 @@ from rankscale.conjecture import markov_run_rate
 from rankscale.intervals import ModelInterval, bca, leave_one_out, ratio_of_sums
 from rankscale.laws import FitForm, Points
 from rankscale.metrics import METRICS
-from rankscale.report.sections import EMERGENCE
+from rankscale.sections import EMERGENCE
 from rankscale.statistics import PAIRS_BOTH_HIT, PAIRS_PREV_HIT, RUN_HITS, RUN_WINDOWS, Totals
 from rankscale.summary import Summary
 from rankscale.tables.base import Replicates, Table, interval_columns, rows_frame, typed, with_intervals
-from rankscale.tables.distribution import finals_of
 from rankscale.tables.lawkit import exponent_contrast
 from rankscale.tables.model_intervals import design_columns, ratio_intervals
 from rankscale.tables.noise import LawNoise, Noise
-from rankscale.tables.selection import FitIndex, LawKey, size_note
+from rankscale.tables.selection import FitIndex, LawKey, finals_of, size_note
 
 RBP = METRICS["rbp"]
 # the header of emergence_laws.csv when it has no rows (a form without an exponent, no family of one size)

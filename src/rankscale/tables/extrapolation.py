@@ -19,7 +19,7 @@ from rankscale.laws import FitForm, FittedLaw, Points
 from rankscale.laws.pivot import equivalent_df, half_width, variances
 from rankscale.laws.random_effects import SizeLevel, log_design, ols_map, size_matrix, t_interval
 from rankscale.metrics import METRICS, Metric
-from rankscale.report.sections import OUT_OF_SAMPLE
+from rankscale.sections import OUT_OF_SAMPLE
 from rankscale.tables.base import Replicates, Table, typed
 from rankscale.tables.lawkit import GROUP, LAW_SETTINGS, law_k_rows
 from rankscale.tables.noise import Noise, law_replicates, size_level_of

@@ -20,7 +20,7 @@ from rankscale.laws import FitForm, Points
 from rankscale.laws.pivot import TauPivot, equivalent_df, half_width, mixture_p_value, variances
 from rankscale.laws.random_effects import log_design, ols_map, size_matrix
 from rankscale.metrics import METRICS
-from rankscale.report.sections import LAWS
+from rankscale.sections import LAWS
 from rankscale.tables.base import Replicates, Table, rows_frame, typed
 from rankscale.tables.lawkit import GROUP, between_family_rows
 from rankscale.tables.noise import Noise, law_replicates, size_level_of

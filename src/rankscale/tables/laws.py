@@ -17,7 +17,7 @@ import pandas as pd
 from rankscale.bootstrap import interval, interval_mc_error, spread_to_noise
 from rankscale.laws import FORMS, FitForm, Points, compare_forms
 from rankscale.metrics import METRICS
-from rankscale.report.sections import LAWS
+from rankscale.sections import LAWS
 from rankscale.tables.base import Replicates, Table, law_parameters, rows_frame, typed
 from rankscale.tables.lawkit import GROUP, LAW_SETTINGS, exponent_contrast, fit_or_note
 from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_documents, law_keys, law_replicates

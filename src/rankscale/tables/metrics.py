@@ -11,7 +11,7 @@ import pandas as pd
 
 from rankscale.intervals import BIAS_LIMIT, RELIABLE_DESIGN_EFFECT, RELIABLE_DOCUMENTS, ModelInterval
 from rankscale.metrics import METRICS
-from rankscale.report.sections import LAWS
+from rankscale.sections import LAWS
 from rankscale.summary import FEW_DOCUMENTS, Summary
 from rankscale.tables.base import Replicates, Table, optional_columns, typed
 from rankscale.tables.model_intervals import interval_method, metric_intervals, reliability

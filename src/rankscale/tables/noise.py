@@ -19,7 +19,7 @@ from rankscale.bootstrap import EXPANSION_LEVEL, expansion, has_replicas, seed_d
 from rankscale.laws import FitForm, FittedLaw, Points
 from rankscale.laws.components import fit_components
 from rankscale.laws.few_documents import Documents
-from rankscale.laws.form import Replicates as Refitted
+from rankscale.laws.form import RefittedParameters as Refitted
 from rankscale.laws.paired import size_correlation
 from rankscale.laws.random_effects import (
     SizeDraws,

@@ -19,7 +19,7 @@ import pandas as pd
 from rankscale.bootstrap import has_replicas, seed_draws
 from rankscale.laws import FitForm, Points
 from rankscale.metrics import METRICS
-from rankscale.report.sections import SEEDS
+from rankscale.sections import SEEDS
 from rankscale.tables.base import (
     Replicates,
     Table,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +11,7 @@ import pandas as pd
 
 from rankscale.laws import FitForm, FittedLaw
 from rankscale.metrics import Metric, metric_for_law
+from rankscale.summary import Summary
 
 ONE_SIZE = "family has one size: no law"  # the note of a law (or a check of one) a family of one size cannot have
 
@@ -58,6 +60,11 @@ def select(frame: pd.DataFrame, **match: Any) -> pd.DataFrame:
 def finals(metrics: pd.DataFrame) -> pd.DataFrame:
     """The rows of each size's final model: the laws in S are fitted over these (checkpoints are D's)."""
     return metrics[metrics["final"].astype(bool)]
+
+
+def finals_of(summaries: Iterable[Summary]) -> list[Summary]:
+    """The summaries of each size's final model: `finals` for summaries rather than table rows."""
+    return [s for s in summaries if s.final]
 
 
 def optional_int(value: Any) -> int | None:

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rankscale import sections
 from rankscale.intervals import ModelInterval, bca, ratio_of_sums
 from rankscale.laws import FitForm, FittedLaw, Points
 from rankscale.metrics import METRICS
-from rankscale.report import sections
 from rankscale.statistics import STRATA_TOKENS, TOKENS, Totals, stratum_totals
 from rankscale.strata import STRATA
 from rankscale.summary import MODEL_COLUMNS, Summary

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from rankscale.intervals import ModelInterval, bca, leave_one_out, ratio_of_sums, unreliable_design
-from rankscale.report.sections import STRATA
+from rankscale.sections import STRATA
 from rankscale.tables.base import Table, interval_columns, rows_frame, typed
 from rankscale.trajectories import RANK_BINS, TrajectoryResult
 

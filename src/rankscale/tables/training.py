@@ -11,7 +11,7 @@ import pandas as pd
 from rankscale.laws import FORMS, FitForm, FittedLaw, Points, PowerLaw, fit_power_law
 from rankscale.laws.random_effects import size_matrix
 from rankscale.metrics import METRICS
-from rankscale.report.sections import TRAINING_TOKENS
+from rankscale.sections import TRAINING_TOKENS
 from rankscale.tables.base import Replicates, Table, interval_columns, law_parameters, rows_frame, typed, with_intervals
 from rankscale.tables.lawkit import GROUP, fit_or_note
 from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_replicates, rows_covariance_df

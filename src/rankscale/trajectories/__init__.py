@@ -5,17 +5,38 @@ arrays (rule `trajectories`) and writes the counts four tables read (`rankscale.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from rankscale.bootstrap import Resampling
 from rankscale.rankfile import RankArrays
 from rankscale.strata import StrataSettings, StrataTokens, assign
 from rankscale.trajectories.align import Aligned, TrackedModel, align, alignment_problems
 from rankscale.trajectories.compute import RANK_BINS, Groups, Pair, learning_codes, size_chains
-from rankscale.trajectories.result import Bootstrap, TrajectoryResult, analyse, load, save
+from rankscale.trajectories.result import TrajectoryResult, analyse, load, save
 from rankscale.windows import WindowSpec
+
+
+@dataclass(frozen=True)
+class TrajectorySettings:
+    """What a `trajectories` job counts with, typed once from its params (`rankscale.plan.trajectory_settings`
+    makes them from the validated configuration): the k followed, the bootstrap's draws (the summaries', so every
+    interval is paired) and the strata."""
+
+    ks: list[int]
+    replicates: int
+    seed: int
+    strata: StrataSettings
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> TrajectorySettings:
+        unknown = set(params) - {"ks", "replicates", "seed", "strata"}
+        if unknown:
+            raise KeyError(f"trajectory settings {sorted(unknown)} are not fields of TrajectorySettings")
+        return cls([int(k) for k in params["ks"]], int(params["replicates"]), int(params["seed"]),
+                   StrataSettings.from_params(params["strata"]))  # fmt: skip
 
 
 def trajectories(
@@ -23,7 +44,7 @@ def trajectories(
     dataset: str,
     models: Sequence[TrackedModel],
     read: Callable[[int], tuple[RankArrays, Mapping[str, Any]]],
-    bootstrap: Bootstrap,
+    bootstrap: Resampling,
     ks: Sequence[int],
     strata: StrataSettings,
     windows: WindowSpec,
@@ -45,11 +66,11 @@ def trajectories(
 __all__ = [
     "RANK_BINS",
     "Aligned",
-    "Bootstrap",
     "Groups",
     "Pair",
     "TrackedModel",
     "TrajectoryResult",
+    "TrajectorySettings",
     "align",
     "alignment_problems",
     "analyse",

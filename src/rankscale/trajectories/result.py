@@ -14,7 +14,7 @@ import numpy as np
 from scipy import sparse
 
 from rankscale.atomic import sha256_file, write_json, write_npz
-from rankscale.bootstrap import kish_documents, replicate_totals
+from rankscale.bootstrap import Resampling, kish_documents, replicate_totals
 from rankscale.strata import Stratum
 from rankscale.trajectories.align import Aligned, TrackedModel
 from rankscale.trajectories.compute import (
@@ -28,17 +28,6 @@ from rankscale.trajectories.compute import (
 )
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
-
-
-@dataclass(frozen=True)
-class Bootstrap:
-    """The dataset's document draws (`rankscale.summary.Resampling`'s): `units[d]` is row d's corpus document."""
-
-    units: np.ndarray
-    n_units: int
-    replicates: int
-    seed: int
-    dataset: str
 
 
 @dataclass(frozen=True)
@@ -91,7 +80,7 @@ def analyse(
     groups: Groups,
     strata: list[Stratum],
     ks: Sequence[int],
-    bootstrap: Bootstrap,
+    bootstrap: Resampling,
 ) -> TrajectoryResult:
     """Every count of `per_document`, summed (the point values) and bootstrapped over documents."""
     notes = list(aligned.notes)
