@@ -182,7 +182,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20261127)
     parser.add_argument("--cells", nargs="+", choices=list(CELLS), default=list(CELLS))
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
-    parser.add_argument("--run", type=Path, help="a finished run's results/: plant on its own design")
+    parser.add_argument("--run", type=Path, help="a finished run's results folder: plant on its own design")
     parser.add_argument("--config", default="default")
     parser.add_argument("--dataset", default="humaneval")
     args = parser.parse_args()
