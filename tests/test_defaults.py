@@ -23,6 +23,14 @@ CODE = sorted([*(REPO / "src/rankscale").rglob("*.py"), *(REPO / "workflow").rgl
 # short, and say why each is not a setting.
 NOT_SETTINGS = {
     ("src/rankscale/logs.py", "level"): "a logging level, not analysis.bootstrap.level",
+    **{
+        ("src/rankscale/plots/common.py", key): (
+            "FigureSettings: None (or empty) marks a setting the figure does not declare, and `get` refuses to read "
+            "one; each declared value comes from the validated configuration (rankscale.plan.figure_settings)"
+        )
+        for key in ("rbp_k", "large_k", "emergence_extrapolate", "snr_threshold", "datasets", "models", "law_form",
+                    "level", "refits", "seed")  # fmt: skip
+    },
     ("src/rankscale/sources/__init__.py", "revision"): (
         "the commit `resolve_revision` returned; None where there is none, and the source reads the entry's "
         "configured `revision` as written (workflow/scripts/ladder_corpus.py passes none)"
