@@ -100,7 +100,7 @@ def batch_sizes(b: harness.Bench, model: Any, work: wl.Workload, vocab: int, spe
 
 
 def target(kernel: str, cuda: bool) -> float:
-    """ours / floor the issue asks of each kernel (the CPU's chunked path: the old 1.10)."""
+    """ours / floor the target of each kernel (the CPU's chunked path: the old 1.10)."""
     return {"fused": 1.05, "chunked": 1.15 if cuda else 1.10}[kernel]
 
 
