@@ -186,3 +186,18 @@ def test_metrics_table_writes_no_point_on_or_outside_its_interval() -> None:
     assert n_eff < 10 and not table.loc[spread, "ci_reliable"].any()  # one document of 2000 tokens: too few
     assert table.loc[ratio & spread, "ci_note"].str.contains("effective documents").all()
     assert table.loc[point, "ci_reliable"].all()
+
+
+def test_a_share_near_one_has_its_interval_stop_at_one() -> None:
+    """Eight documents whose top-k shares are 0.95-1.0: the cluster-robust t reaches past 1, which no share can;
+    clipped to the share's range the upper end is 1 and the lower end is the t interval's own (a clipped end
+    changes no coverage: the population share lies inside [0, 1])."""
+    from rankscale.intervals import PROBABILITY, ratio_of_sums
+    from rankscale.metrics import METRICS
+
+    tokens = np.array([400, 30, 25, 900, 60, 45, 80, 35], dtype=np.float64)
+    hits = np.round(tokens * np.array([1.0, 0.9, 0.92, 1.0, 0.95, 0.9, 1.0, 0.94]))
+    free, = ratio_of_sums(hits, tokens, 0.95)
+    bounded, = ratio_of_sums(hits, tokens, 0.95, PROBABILITY)
+    assert free.high > 1.0 and bounded.high == 1.0 and bounded.low == free.low
+    assert METRICS["rbp"].bounds == PROBABILITY and METRICS["ce"].bounds[1] == math.inf

@@ -211,3 +211,24 @@ def test_bca_acceleration_is_scale_free_down_to_tiny_rates() -> None:
     assert acceleration(jackknife * 1e-120) == pytest.approx(acceleration(jackknife), rel=1e-9)
     d = jackknife.mean() - jackknife
     assert acceleration(jackknife) == pytest.approx((d**3).sum() / (6 * (d**2).sum() ** 1.5), rel=1e-12)
+
+
+def test_an_emergence_interval_left_out_says_why() -> None:
+    """Where BCa finds no interval (here: no pair of consecutive hits in any replicate, so no Markov rate), the
+    interval is empty and `ci_note` names it with BCa's reason; the other intervals of the row stay."""
+    summaries, replicates = default_like()
+    settings = TableSettings(level=0.95, law_k=[1, 10], law_form="power_law", forms=None, refits=200, seed=0)
+    fits = build_table("powerlaw_fits", summaries, {"metrics": build_table("metrics", summaries, {}, settings,
+                                                                            replicates)}, settings, replicates)  # fmt: skip
+    from rankscale.statistics import PAIRS_PREV_HIT, Totals
+
+    s = summaries[0]
+    totals = replicates.totals[s.key]
+    replicates.totals[s.key] = Totals({**totals, PAIRS_PREV_HIT.name: np.zeros_like(totals[PAIRS_PREV_HIT])})
+    emergence = build_table("emergence", summaries, {"powerlaw_fits": fits}, settings, replicates)
+    mine = emergence[(emergence["model"] == s.model) & (emergence["N"] > 1)]  # N = 1: the rate itself, no pairs
+    assert len(mine) > 0
+    assert mine["markov_ci_low"].isna().all() and mine["empirical_ci_low"].notna().all()
+    assert mine["ci_note"].str.contains("markov: no interval, no finite replicate").all()
+    others = emergence[emergence["model"] != s.model]
+    assert others["markov_ci_low"].notna().all() and not others["ci_note"].str.contains("markov").any()

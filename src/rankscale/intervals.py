@@ -83,19 +83,28 @@ def cr2_t(rates: np.ndarray, weights: np.ndarray, estimate: np.ndarray, level: f
     return point - half, point + half, df
 
 
-def cr2_intervals(rates: np.ndarray, weights: np.ndarray, estimate: np.ndarray, level: float) -> list[ModelInterval]:
+UNBOUNDED = (-math.inf, math.inf)
+PROBABILITY = (0.0, 1.0)  # a share of tokens or windows
+
+
+def cr2_intervals(rates: np.ndarray, weights: np.ndarray, estimate: np.ndarray, level: float,
+                  bounds: tuple[float, float] = UNBOUNDED) -> list[ModelInterval]:  # fmt: skip
     """`cr2_t` as one `ModelInterval` per column of `rates` [U, K] (exact: Monte Carlo error 0); documents of no
-    weight drop out, and with fewer than two left there is no interval, said so."""
+    weight drop out, and with fewer than two left there is no interval, said so. The ends are clipped to `bounds`,
+    the range the population value can take (RBP_k near 1 would otherwise reach past 1): the value lies inside
+    it, so the clipped interval holds it exactly when the unclipped one does."""
     w = np.asarray(weights, dtype=np.float64)
     r = np.where(w[:, None] > 0, np.asarray(rates, dtype=np.float64).reshape(len(w), -1), 0.0)
     low, high, df = cr2_t(r, w / w.sum() if w.sum() > 0 else w, np.asarray(estimate, dtype=np.float64).ravel(), level)
+    low, high = np.clip(low, *bounds), np.clip(high, *bounds)
     exact = bool(np.isfinite(df))
     note = "" if exact else "fewer than two documents with tokens: no interval"
     return [ModelInterval(float(lo), float(hi), 0.0 if exact else math.nan, note)
             for lo, hi in zip(np.ravel(low), np.ravel(high), strict=True)]  # fmt: skip
 
 
-def ratio_of_sums(numerators: np.ndarray, denominators: np.ndarray, level: float) -> list[ModelInterval]:
+def ratio_of_sums(numerators: np.ndarray, denominators: np.ndarray, level: float,
+                  bounds: tuple[float, float] = UNBOUNDED) -> list[ModelInterval]:  # fmt: skip
     """The interval of sum_u n_u / sum_u d_u over resampling units u ([U] or [U, K] each; d_u >= 0): a share of
     tokens, a rate per window. It is the d-weighted mean of the units' own rates n_u / d_u, so `cr2_t`'s, as every
     ratio of metrics.csv (the tokens' tables, emergence's run rates, the rank tests' mean log-likelihood ratio)."""
@@ -111,7 +120,7 @@ def ratio_of_sums(numerators: np.ndarray, denominators: np.ndarray, level: float
             continue
         with np.errstate(divide="ignore", invalid="ignore"):
             rates = np.where(weight > 0, n[:, j] / weight, 0.0)
-        out += cr2_intervals(rates[:, None], weight, np.array([n[:, j].sum() / total]), level)
+        out += cr2_intervals(rates[:, None], weight, np.array([n[:, j].sum() / total]), level, bounds)
     return out
 
 

@@ -47,6 +47,7 @@ class Metric:
     # a ratio's denominator (tokens, bytes): `compute` of one document's sums is its own rate, and documents weigh by
     # their share of this (`rankscale.intervals.cr2_t`); None for a metric that is no ratio of document sums
     weight: DocumentStatistic | None = None
+    bounds: tuple[float, float] = (-math.inf, math.inf)  # the values it can take, where its intervals' ends stop
 
     def axis_label(self, k: int | None = None, law: bool = True) -> str:
         return (self.law_label if law else self.label).replace("{k}", str(k))
@@ -113,6 +114,7 @@ METRICS: dict[str, Metric] = {
             label="$\\mathrm{RBP}_{{k}}$",
             statistics=(TOKENS, HITS),
             weight=TOKENS,
+            bounds=(0.0, 1.0),
         ),
         Metric(
             name="ce",

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from rankscale.conjecture import markov_run_rate
-from rankscale.intervals import ModelInterval, bca, leave_one_out, ratio_of_sums
+from rankscale.intervals import PROBABILITY, ModelInterval, bca, leave_one_out, ratio_of_sums
 from rankscale.laws import FitForm, Points
 from rankscale.metrics import METRICS
 from rankscale.sections import EMERGENCE
@@ -60,8 +60,11 @@ def emergence_table(
                 "n_runs": run.n_runs,
             }
             if replicates is not None:
-                row.update(_run_intervals(s, row, replicates, level))
+                intervals, missing = _run_intervals(s, row, replicates, level)
+                row.update(intervals)
                 row.update(design_columns(s))
+                if missing:  # an interval left out says why, after the documents' own note
+                    row["ci_note"] = "; ".join(filter(None, [row["ci_note"], *missing]))
             rows.append(row)
     return pd.DataFrame(rows).sort_values(["family", "dataset", "k", "N", "S"], kind="stable").reset_index(drop=True)
 
@@ -79,7 +82,8 @@ def run_replicates(s: Summary, k: int, n: int, replicates: Replicates) -> dict[s
         }
 
 
-def _run_intervals(s: Summary, row: dict[str, Any], replicates: Replicates, level: float) -> dict[str, float]:
+def _run_intervals(s: Summary, row: dict[str, Any], replicates: Replicates,
+                   level: float) -> tuple[dict[str, float], list[str]]:  # fmt: skip
     """Intervals of a row of the emergence table at its k and N: the empirical run rate, a ratio of windows summed
     over documents, by the cluster-robust t over the documents' own rates, as metrics.csv's RBP_k; the independent
     prediction RBP_k^N by RBP_k's interval to the power N; the Markov rate and the ratio, smooth functions of the
@@ -93,7 +97,7 @@ def _run_intervals(s: Summary, row: dict[str, Any], replicates: Replicates, leve
     jackknife: dict[str, np.ndarray] = {}
     if units is not None:
         i, j = s.emergence_k.index(row["k"]), s.emergence_N.index(row["N"])
-        found["empirical"] = ratio_of_sums(units[RUN_HITS][:, i, j], units[RUN_WINDOWS][:, j], level)[0]
+        found["empirical"] = ratio_of_sums(units[RUN_HITS][:, i, j], units[RUN_WINDOWS][:, j], level, PROBABILITY)[0]
         values = RBP.compute(Totals({key: np.asarray(units[key]).sum(axis=0) for key in units}))
         rbp = ratio_intervals(RBP, units, values, level)[s.k.index(row["k"])]
         low, high = (max(end, 0.0) ** row["N"] if np.isfinite(end) else math.nan for end in (rbp.low, rbp.high))
@@ -104,10 +108,13 @@ def _run_intervals(s: Summary, row: dict[str, Any], replicates: Replicates, leve
             jackknife["markov"] = markov_run_rate(rates, left[PAIRS_PREV_HIT][:, i], left[PAIRS_BOTH_HIT][:, i], row["N"])
             jackknife["ratio_empirical_independent"] = (left[RUN_HITS][:, i, j] / left[RUN_WINDOWS][:, j]) / rates ** row["N"]
     out: dict[str, float] = {}
+    missing = []
     for name, values in samples.items():
         got = found.get(name) or bca(values, row[name], jackknife.get(name, np.zeros(0)), level)
         out.update({f"{name}_ci_low": got.low, f"{name}_ci_high": got.high})
-    return out
+        if got.note and not (np.isfinite(got.low) and np.isfinite(got.high)):
+            missing.append(f"{name}: no interval, {got.note}")
+    return out, missing
 
 
 def emergence_laws_table(
@@ -201,7 +208,8 @@ TABLES = [
             "exp(-N C S^-alpha) from the power-law fit; ``ratio_empirical_independent`` how far independence is "
             "off. Intervals over the documents: ``empirical`` by the cluster-robust t of the documents' own run "
             "rates (as metrics.csv's RBP_k), ``predicted`` RBP_k's to the power N, ``markov`` and the ratio by BCa; "
-            "``ci_reliable`` / ``ci_note`` as metrics.csv's for the model's documents."
+            "``ci_reliable`` / ``ci_note`` as metrics.csv's for the model's documents; an interval left out "
+            "(BCa finding no valid interval) is named in ``ci_note`` with why."
         ),
     ),
     Table(

@@ -62,7 +62,7 @@ def ratio_intervals(metric: Metric, units: Totals, values: np.ndarray, level: fl
     weight = np.asarray(units[metric.weight], dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         rates = np.asarray(metric.compute(units), dtype=np.float64).reshape(len(weight), -1)
-    return cr2_intervals(rates, weight, values, level)
+    return cr2_intervals(rates, weight, values, level, metric.bounds)
 
 
 def design_columns(summary: Summary) -> dict[str, object]:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rankscale import sections
-from rankscale.intervals import ModelInterval, bca, ratio_of_sums
+from rankscale.intervals import PROBABILITY, ModelInterval, bca, ratio_of_sums
 from rankscale.laws import FitForm, FittedLaw, Points
 from rankscale.metrics import METRICS
 from rankscale.statistics import STRATA_TOKENS, TOKENS, Totals, stratum_totals
@@ -96,7 +96,7 @@ def stratum_interval(replicates: Replicates, key: tuple[str, str], index: int, r
         values = np.atleast_1d(metric.compute(stratum_totals(Totals({n: np.asarray(v).sum(axis=0)
                                                                      for n, v in units.items()}), index)))  # fmt: skip
         found = ratio_intervals(metric, view, values, level)[j]
-        share = ratio_of_sums(np.asarray(units[STRATA_TOKENS])[:, index], units[TOKENS], level)[0]
+        share = ratio_of_sums(np.asarray(units[STRATA_TOKENS])[:, index], units[TOKENS], level, PROBABILITY)[0]
         return found, share
     totals = replicates.totals[key]
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -14,13 +14,22 @@ note.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from rankscale.intervals import ModelInterval, bca, leave_one_out, ratio_of_sums, unreliable_design
+from rankscale.intervals import (
+    PROBABILITY,
+    UNBOUNDED,
+    ModelInterval,
+    bca,
+    leave_one_out,
+    ratio_of_sums,
+    unreliable_design,
+)
 from rankscale.sections import STRATA
 from rankscale.tables.base import Table, interval_columns, rows_frame, typed
 from rankscale.trajectories import RANK_BINS, TrajectoryResult
@@ -38,14 +47,16 @@ def columns_of(name: str, value: float, found: ModelInterval) -> dict[str, Any]:
     return out
 
 
-def ratio(result: TrajectoryResult, num: Any, den: Any, level: float, name: str) -> dict[str, Any]:
+def ratio(result: TrajectoryResult, num: Any, den: Any, level: float, name: str,
+          bounds: tuple[float, float] = PROBABILITY) -> dict[str, Any]:  # fmt: skip
     """`name` = num / den of the summed counts and its interval (`num`, `den`: callables of a counts dict, point,
     per document or replicate, giving arrays of matching shape): the cluster-robust t over the documents' own
-    ratios; from a file without the documents' sums, the bias-corrected percentiles of the replicates."""
+    ratios; from a file without the documents' sums, the bias-corrected percentiles of the replicates. `bounds`:
+    the values it can take (a share of tokens, by default), where the cluster-robust t's ends stop."""
     with np.errstate(divide="ignore", invalid="ignore"):
         value = float(num(result.point) / den(result.point))
         if result.units:
-            return columns_of(name, value, ratio_of_sums(num(result.units), den(result.units), level)[0])
+            return columns_of(name, value, ratio_of_sums(num(result.units), den(result.units), level, bounds)[0])
         reps = num(result.replicates) / den(result.replicates)
     return columns_of(name, value, bca(reps, value, np.zeros(0), level))
 
@@ -112,7 +123,7 @@ def _churn(r: TrajectoryResult, gained: Any, lost: Any, tokens: Any, level: floa
     """Gained, lost, net and flips as shares of tokens, with intervals (each argument a callable of the counts)."""
     out = ratio(r, gained, tokens, level, "gained")
     out.update(ratio(r, lost, tokens, level, "lost"))
-    out.update(ratio(r, lambda c: gained(c) - lost(c), tokens, level, "net"))
+    out.update(ratio(r, lambda c: gained(c) - lost(c), tokens, level, "net", (-1.0, 1.0)))
     out.update(ratio(r, lambda c: gained(c) + lost(c), tokens, level, "flips"))
     return out
 
@@ -172,8 +183,9 @@ def learning_rows(r: TrajectoryResult, g: int, kind: str, stratum: str, i: int, 
     base = {"family": r.family, "dataset": r.dataset, "kind": kind, "stratum": stratum, "k": r.ks[i]}
     rows = []
 
-    def add(quantity: str, num: Any, den: Any = tokens, size: str | None = None, model_S: int | None = None) -> None:
-        value = ratio(r, num, den, level, "value")
+    def add(quantity: str, num: Any, den: Any = tokens, size: str | None = None, model_S: int | None = None,
+            bounds: tuple[float, float] = PROBABILITY) -> None:  # fmt: skip
+        value = ratio(r, num, den, level, "value", bounds)
         rows.append({**base, "quantity": quantity, "size": size, "S": model_S, "value": value["value"],
                      "ci_low": value["value_ci_low"], "ci_high": value["value_ci_high"],
                      **{k: v for k, v in value.items() if k.endswith(WHY)}})  # fmt: skip
@@ -189,7 +201,7 @@ def learning_rows(r: TrajectoryResult, g: int, kind: str, stratum: str, i: int, 
     if m >= 2:
         gains = lambda c: c["gained"][..., g, i, :].sum(axis=-1)  # noqa: E731
         add("kept_of_gains", lambda c: sum(learned(c, q) for q in range(1, m)), gains)
-        add("lost_per_gained", lambda c: c["lost"][..., g, i, :].sum(axis=-1), gains)
+        add("lost_per_gained", lambda c: c["lost"][..., g, i, :].sum(axis=-1), gains, bounds=(0.0, math.inf))
         add("already_at_smallest", lambda c: c["already"][..., g, i], lambda c: c["rbp"][..., g, i, m - 1])
     return rows
 
@@ -247,7 +259,7 @@ def _slope_row(r: TrajectoryResult, level: float) -> dict[str, Any]:
 
     row: dict[str, Any] = {"family": r.family, "dataset": r.dataset, "n_sizes": len(r.sizes),
                            "n_chains": r.n_chains, "n_tokens": r.n_tokens, **r.quantiles}  # fmt: skip
-    row.update(ratio(r, field("sum"), n, level, "mean"))
+    row.update(ratio(r, field("sum"), n, level, "mean", UNBOUNDED))
     jackknife = leave_one_out(r.units) if r.units else None
     row.update(smooth(r, sd, level, "sd", jackknife))
     for name in ("improving", "worsening", "saturated", "flat"):
