@@ -232,3 +232,14 @@ def test_an_emergence_interval_left_out_says_why() -> None:
     assert mine["ci_note"].str.contains("markov: no interval, no finite replicate").all()
     others = emergence[emergence["model"] != s.model]
     assert others["markov_ci_low"].notna().all() and not others["ci_note"].str.contains("markov").any()
+
+
+def test_no_point_of_the_smoke_run_sits_on_or_outside_its_interval(smoke_run) -> None:
+    """Every table of the smoke run (tiny models: near-perfect laws, constant metrics at large k): a quantity whose
+    refits all lie on one side of it (R² of a near-perfect law) has no interval, never one stretched to reach it."""
+    tables = sorted((smoke_run / "results" / "smoke" / "tables").glob("*.csv"))
+    assert len(tables) > 20
+    off = {path.name: found for path in tables if (found := points_off_their_interval(pd.read_csv(path)))}
+    assert off == {}
+    fits = pd.read_csv(smoke_run / "results" / "smoke" / "tables" / "powerlaw_fits.csv")
+    assert fits["alpha_ci_low"].notna().mean() > 0.8  # the plain percentile interval everywhere else

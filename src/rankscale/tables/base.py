@@ -247,9 +247,13 @@ def with_intervals(value: float, samples: np.ndarray, level: float, name: str) -
     """`name`, `name_ci_low`, `name_ci_high`: a value and the percentile interval of its replicates, for quantities
     of several models (a law's parameters refitted with the sizes' scatter, whose coverage benchmarks/RESULTS.md
     measures). One model's statistics over its documents take `rankscale.intervals` instead (a ratio's
-    cluster-robust t, BCa), never an expanded percentile."""
-    low, high = interval(samples, level, value)
-    return {name: value, f"{name}_ci_low": float(low), f"{name}_ci_high": float(high)}
+    cluster-robust t, BCa), never an expanded percentile. Where the value sits on an end of that interval or
+    outside it, the replicates are biased (R² of a near-perfect law: every refit fits worse) and a percentile
+    interval of them is no interval of the value: there is none, rather than one stretched to reach it."""
+    low, high = (float(end) for end in interval(samples, level))
+    if not (low < value < high or low == value == high) and np.isfinite(value):
+        low = high = math.nan
+    return {name: value, f"{name}_ci_low": low, f"{name}_ci_high": high}
 
 
 def largest(errors: Sequence[float]) -> float:
