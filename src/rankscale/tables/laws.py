@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.bootstrap import interval, interval_mc_error, spread_to_noise
+from rankscale.bootstrap import interval_mc_error, spread_to_noise
 from rankscale.laws import FORMS, FitForm, Points, compare_forms
 from rankscale.metrics import METRICS
 from rankscale.sections import LAWS
-from rankscale.tables.base import Replicates, Table, law_parameters, rows_frame, typed
+from rankscale.tables.base import Replicates, Table, law_parameters, rows_frame, typed, with_intervals
 from rankscale.tables.lawkit import GROUP, LAW_SETTINGS, exponent_contrast, fit_or_note
 from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_documents, law_keys, law_replicates
 from rankscale.tables.selection import FitIndex, LawKey, finals, note_last, select, size_note
@@ -67,9 +67,9 @@ def fits_table(
                 parameters, unidentified = law_parameters(form, law, refitted, level, float(np.median(y)))
                 out.update({name: value for name, value in parameters.items() if name not in law.row()})
                 if form.exponent is not None:  # the interval documents (and seeds) alone would give, beside
-                    low, high = interval(documents[form.exponent], level, law.row()[form.exponent])
-                    out.update({f"{form.exponent}_ci_low_documents": float(low),
-                                f"{form.exponent}_ci_high_documents": float(high)})  # fmt: skip
+                    alone = with_intervals(law.row()[form.exponent], documents[form.exponent], level, "documents")
+                    out.update({f"{form.exponent}_ci_low_documents": alone["documents_ci_low"],
+                                f"{form.exponent}_ci_high_documents": alone["documents_ci_high"]})  # fmt: skip
                     out["ci_mc_error"] = interval_mc_error(refitted[form.exponent], level)
                     if form.exponent in unidentified:
                         out[f"{form.exponent}_ci_low_documents"] = out[f"{form.exponent}_ci_high_documents"] = math.nan
