@@ -26,10 +26,11 @@ TOKEN_TABLES = ("token_churn", "token_learning", "token_slopes", "rank_transitio
 
 def points_off_their_interval(frame: pd.DataFrame) -> list[str]:
     """Every cell whose point lies outside its interval or on one end of an interval of some width (`X` beside
-    `X_ci_low`, `X_ci_high`, or `value` beside `ci_low`, `ci_high`); an interval of no width is its point."""
+    `X_ci_low`, `X_ci_high` or `X_ci_low_documents`, `X_ci_high_documents`, or `value` beside `ci_low`, `ci_high`);
+    an interval of no width is its point."""
     found = []
-    for low in (c for c in frame.columns if c.endswith("ci_low")):
-        name = low.removesuffix("_ci_low") if low != "ci_low" else "value"
+    for low in (c for c in frame.columns if c.endswith("ci_low") or c.endswith("ci_low_documents")):
+        name = low.split("_ci_low")[0] if not low.startswith("ci_low") else "value"
         high = low.replace("ci_low", "ci_high")
         if name not in frame or high not in frame:
             continue
