@@ -243,6 +243,9 @@ def law_parameters(
     return out, unidentified
 
 
+SAME = 1e-9  # replicates closer than this (relative) to each other are the point itself: noise-free data, rounding
+
+
 def with_intervals(value: float, samples: np.ndarray, level: float, name: str) -> dict[str, float]:
     """`name`, `name_ci_low`, `name_ci_high`: a value and the percentile interval of its replicates, for quantities
     of several models (a law's parameters refitted with the sizes' scatter, whose coverage benchmarks/RESULTS.md
@@ -251,7 +254,9 @@ def with_intervals(value: float, samples: np.ndarray, level: float, name: str) -
     outside it, the replicates are biased (R² of a near-perfect law: every refit fits worse) and a percentile
     interval of them is no interval of the value: there is none, rather than one stretched to reach it."""
     low, high = (float(end) for end in interval(samples, level))
-    if not (low < value < high or low == value == high) and np.isfinite(value):
+    if high - low <= SAME * max(abs(value), abs(low), abs(high)):  # replicates equal to the point but for rounding
+        low = high = value
+    elif not low < value < high and np.isfinite(value):
         low = high = math.nan
     return {name: value, f"{name}_ci_low": low, f"{name}_ci_high": high}
 
