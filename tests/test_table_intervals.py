@@ -235,6 +235,7 @@ def test_an_emergence_interval_left_out_says_why() -> None:
     assert others["markov_ci_low"].notna().all() and not others["ci_note"].str.contains("markov").any()
 
 
+@pytest.mark.slow  # the smoke run: two minutes
 def test_no_point_of_the_smoke_run_sits_on_or_outside_its_interval(smoke_run) -> None:
     """Every table of the smoke run (tiny models: near-perfect laws, constant metrics at large k): a quantity whose
     refits all lie on one side of it (R² of a near-perfect law) has no interval, never one stretched to reach it."""
