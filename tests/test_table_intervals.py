@@ -6,6 +6,7 @@ interval (an interval stretched to reach its estimate is how a biased statistic 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pandas as pd
@@ -245,3 +246,19 @@ def test_no_point_of_the_smoke_run_sits_on_or_outside_its_interval(smoke_run) ->
     assert off == {}
     fits = pd.read_csv(smoke_run / "results" / "smoke" / "tables" / "powerlaw_fits.csv")
     assert fits["alpha_ci_low"].notna().mean() > 0.8  # the plain percentile interval everywhere else
+
+
+def test_a_law_quantity_off_its_replicates_has_no_interval() -> None:
+    """`with_intervals`: inside its replicates' range, the plain percentile interval; on an end or outside (R² of
+    a near-perfect law), none; replicates equal to the point but for rounding, the point; replicates constant at
+    another value than the point, none (not the point)."""
+    from rankscale.tables.base import with_intervals
+
+    reps = np.linspace(0.9, 0.98, 101)
+    assert with_intervals(0.95, reps, 0.95, "x") == pytest.approx({"x": 0.95, "x_ci_low": 0.902, "x_ci_high": 0.978})
+    for off in (0.99, 0.902, 0.85):
+        got = with_intervals(off, reps, 0.95, "x")
+        assert math.isnan(got["x_ci_low"]) and math.isnan(got["x_ci_high"])
+    rounding = 2.48 * (1 + 1e-15 * np.random.default_rng(0).standard_normal(100))
+    assert with_intervals(2.48, rounding, 0.95, "x") == {"x": 2.48, "x_ci_low": 2.48, "x_ci_high": 2.48}
+    assert math.isnan(with_intervals(0.7, np.full(100, 0.5), 0.95, "x")["x_ci_low"])

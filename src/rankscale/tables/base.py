@@ -254,7 +254,8 @@ def with_intervals(value: float, samples: np.ndarray, level: float, name: str) -
     outside it, the replicates are biased (R² of a near-perfect law: every refit fits worse) and a percentile
     interval of them is no interval of the value: there is none, rather than one stretched to reach it."""
     low, high = (float(end) for end in interval(samples, level))
-    if high - low <= SAME * max(abs(value), abs(low), abs(high)):  # replicates equal to the point but for rounding
+    span = max(high, value) - min(low, value)
+    if span <= SAME * max(abs(value), abs(low), abs(high)):  # replicates equal to the point but for rounding
         low = high = value
     elif not low < value < high and np.isfinite(value):
         low = high = math.nan
