@@ -1,4 +1,4 @@
-"""Faults in every rule (issue 50): a kill inside each rule type, writes that fail for want of room, corrupt inputs.
+"""Faults in every rule: a kill inside each rule type, writes that fail for want of room, corrupt inputs.
 
 After each fault no output that looks complete is partial, the error names the file, and `snakemake` again (after
 `--unlock`) finishes with tables and rank arrays byte-identical to the undisturbed smoke run's (`smoke_run`).

@@ -242,7 +242,7 @@ def test_an_old_headerless_file_still_reads_back_empty(tmp_path: Path) -> None:
 @pytest.mark.parametrize("run", ["default", "everything"])
 def test_no_point_sits_on_or_outside_its_own_interval(runs, run: str) -> None:
     """metrics.csv and conjecture.csv as written: every finite interval holds its point strictly (or is the point,
-    where nothing moves with the documents); an empty one says why (issue 49: the histogram statistics' intervals
+    where nothing moves with the documents); an empty one says why (the histogram statistics' intervals
     used to be stretched to reach their point)."""
     _, tables = runs[run]
     metrics = tables["metrics"]

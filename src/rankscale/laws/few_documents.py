@@ -5,7 +5,7 @@ from the documents. With many documents Q is chi^2 on m = M - p degrees of freed
 by Kish) the null Q is far heavier than chi^2 (56% of exact laws rejected) and lighter than Hotelling's T^2 on
 Kish's n_eff - 1 (none rejected). A Gaussian reference with variance ~ length^gamma, fitted to the documents,
 held its level on Gaussian documents but rejected 12-32% of exact laws on nulls built from the run's real
-documents (issue 49): real documents are skewed and uneven in ways no variance function describes.
+documents (an independent review): real documents are skewed and uneven in ways no variance function describes.
 
 So the null is drawn from the documents exactly. Unit u (a document the bootstrap draws) has influence a_u on the
 points (`rankscale.tables.base.Replicates.influence`), b_u = L^T a_u in the residual space, and w_u its share of
