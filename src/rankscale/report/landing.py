@@ -6,6 +6,10 @@ shown as WHOLE / ENCODING / ERRORS / VERSION blocks), so the landing page is a d
 beside the manifest when a run succeeds (Snakefile `onsuccess`), from the tables and the manifest, and named by
 the `report:` directive (workflow/report/no_results.rst until a run has succeeded). Numbers are shown at three
 significant digits; the tables hold every digit.
+
+docutils refuses a source line longer than its `line_length_limit` (10,000 characters) and shows an error in its
+place, so the page's raw HTML is written a table row (a list item, a clause) to a line: a line's length is bounded
+by what one row says, never by how many models, datasets or laws a study has.
 """
 
 from __future__ import annotations
@@ -173,9 +177,10 @@ def one_model_lines(cross_family: pd.DataFrame) -> list[str]:
                     f"{row.dataset}, {what} against the {row.law_family} law: {shown(row.ratio)} "
                     f"[{shown(row.ratio_ci_low)}, {shown(row.ratio_ci_high)}], p = {shown(row.p_value, 2)}"
                 )
-        if parts:
+        if parts:  # a clause to a line: a study has as many as datasets
+            clauses = ";\n".join(html.escape(part) for part in parts)
             lines.append(f"<b>{html.escape(str(family))}</b> (one model, {html.escape(str(model))}): observed / "
-                         f"predicted — {html.escape('; '.join(parts))}")  # fmt: skip
+                         f"predicted —\n{clauses}")  # fmt: skip
     return lines
 
 
@@ -252,9 +257,9 @@ def claims_html(claims: pd.DataFrame) -> str:
 
 
 def _table(head: Sequence[str], rows: Sequence[str], cls: str) -> str:
-    return f'<table class="{cls}"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead><tbody>' + (
-        "".join(rows) + "</tbody></table>"
-    )
+    """A table a row to a line (docutils' line length limit: the module's docstring)."""
+    header = f'<table class="{cls}"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead><tbody>'
+    return "\n".join([header, *rows, "</tbody></table>"])
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -285,8 +290,8 @@ def results_html(run: RunFiles, level: float) -> str:
         "Tables, 1. Laws in S (powerlaw_fits, exponent_contrasts).</p>"
     )
     if singles:
-        parts.append("<p>Families of one model (no law of their own; cross_family.csv):</p><ul>"
-                     + "".join(f'<li class="one-model">{line}</li>' for line in singles) + "</ul>")  # fmt: skip
+        parts.append("<p>Families of one model (no law of their own; cross_family.csv):</p><ul>\n"
+                     + "\n".join(f'<li class="one-model">{line}</li>' for line in singles) + "\n</ul>")  # fmt: skip
     return "\n".join(parts)
 
 
@@ -302,9 +307,9 @@ def left_out_html(left_out: Mapping[str, str]) -> str:
     """The figures this study leaves out (`rankscale.plots.left_out`), each with why."""
     if not left_out:
         return ""
-    items = "".join(f'<li class="left-out" data-figure="{html.escape(name)}"><b>{html.escape(name)}</b>: '
-                    f"{html.escape(why)}</li>" for name, why in sorted(left_out.items()))  # fmt: skip
-    return f"<p>Figures left out, as they do not apply to this study:</p><ul>{items}</ul>\n"
+    items = "\n".join(f'<li class="left-out" data-figure="{html.escape(name)}"><b>{html.escape(name)}</b>: '
+                      f"{html.escape(why)}</li>" for name, why in sorted(left_out.items()))  # fmt: skip
+    return f"<p>Figures left out, as they do not apply to this study:</p><ul>\n{items}\n</ul>\n"
 
 
 def landing_rst(out: Path, level: float, left_out: Mapping[str, str] | None = None) -> str:
