@@ -44,6 +44,7 @@ from rankscale.plan.errors import inherited_note  # noqa: E402
 from rankscale.plan.prepare import REFUSED, prepare, refusal  # noqa: E402
 from rankscale.plots import FIGURES, left_out  # noqa: E402
 from rankscale.report import landing  # noqa: E402
+from rankscale.report.captions import rst as caption_rst  # noqa: E402
 from rankscale.report.pages import labels as table_labels  # noqa: E402
 from rankscale.sections import subcategory  # noqa: E402
 from rankscale.tables import TABLES  # noqa: E402

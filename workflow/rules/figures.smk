@@ -18,7 +18,8 @@ rule figure:
     params:
         settings=lambda wc: figure_settings(config, wc.figure, DATASETS, MODELS),
         code=CODE["figure"],
-        caption=lambda wc, output: FIGURES[wc.figure].caption,
+        # its caption as the report reads it (workflow/report/figure.rst): reStructuredText, escaped
+        report_caption=lambda wc, output: caption_rst(FIGURES[wc.figure].caption),
     log:
         LAYOUT.run_log("figures", "{figure}"),
     benchmark:

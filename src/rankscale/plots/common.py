@@ -100,7 +100,7 @@ class FigureData:
 class Figure:
     name: str  # results/<run>/figures/<name>.png and .pdf
     plot: Callable[[FigureData, FigureSettings, Path], None]  # (data, settings, png path)
-    caption: str  # reStructuredText, shown in the Snakemake report
+    caption: str  # plain text with ``literal`` spans, escaped for the report (rankscale.report.captions)
     tables: tuple[str, ...]  # results/<run>/tables/<name>.csv it reads
     section: str  # the analysis the report lists it under (rankscale.sections)
     number: str  # its figure number ("8b"): the report lists a section's figures in this order

@@ -181,7 +181,7 @@ class TableInputs:
 class Table:
     name: str  # results/<run>/tables/<name>.csv
     build: Callable[[TableInputs], pd.DataFrame]
-    caption: str  # reStructuredText, shown in the Snakemake report
+    caption: str  # plain text with ``literal`` spans: its page and the report show it (rankscale.report.captions)
     section: str  # the analysis the report lists it under (rankscale.sections)
     needs: tuple[str, ...] = ()  # tables it is built from
     settings: tuple[str, ...] = ()  # the TableSettings it reads: `build` passes them on by name (`inputs.declared()`)
