@@ -1,4 +1,5 @@
-"""The report as a reader sees it: the smoke run's `snakemake --report`, opened in headless Chromium.
+"""The report as a reader sees it: the smoke run's `snakemake --report`, opened in headless Chromium, and the same
+report with the landing page of a study of hundreds of models (tests/report_study.py).
 
 Debian's `chromium` driven by Playwright (PyPI), launched from the system's executable: Playwright's own browser
 download cannot be fetched here (.ci/browser.sh installs both). Every page the test checks is saved as a
@@ -25,7 +26,8 @@ import pytest
 from rankscale.plots import FIGURES
 from rankscale.sections import SECTIONS, subcategory
 from rankscale.tables import TABLES
-from tests.conftest import copy_workflow, snakemake, study_figures
+from tests.conftest import copy_run, copy_workflow, snakemake, study_figures
+from tests.report_study import Study, docutils_messages, write_study
 
 pytestmark = pytest.mark.slow
 
@@ -97,7 +99,39 @@ def report(smoke_run: Path) -> Path:
     report_path = str(path.relative_to(smoke_run))
     result = snakemake(smoke_run, "--cores", "1", "--configfile", "config/smoke.yaml", "--report", report_path)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert_no_docutils_message(result, path)
     return path
+
+
+def assert_no_docutils_message(result: Any, report: Path) -> None:
+    """Neither `snakemake --report` nor the report it wrote carries a docutils message: each is an ERROR block
+    where a caption or the landing page should be ("Undefined substitution referenced", "Line 30 exceeds the
+    line-length-limit")."""
+    said = docutils_messages(result.stdout + result.stderr)
+    assert not said, said
+    shown = docutils_messages(report.read_text(errors="replace"))
+    assert not shown, shown
+
+
+@dataclass(frozen=True)
+class LargeReport:
+    path: Path
+    study: Study
+    result: Any  # what `snakemake --report` said
+
+
+@pytest.fixture(scope="module")
+def large_report(smoke_run: Path, tmp_path_factory: pytest.TempPathFactory) -> LargeReport:
+    """A report whose landing page is that of a study of 202 models on 3 datasets: a copy of the smoke run whose
+    tables the landing page reads are a synthetic study's (tests/report_study.py); `--report` writes the landing
+    page from them, as it does for any run."""
+    work = copy_run(smoke_run, tmp_path_factory.mktemp("large") / "run")
+    study = write_study(work / "results/smoke", Study(), manifest=False)  # the run's own manifest stays
+    result = snakemake(
+        work, "--cores", "1", "--configfile", "config/smoke.yaml", "--report", "results/smoke/report.html"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return LargeReport(work / "results/smoke/report.html", study, result)
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +147,8 @@ def open_reader(browser: Any, url: str, shots: Path) -> Reader:
     page.on("pageerror", lambda exc: reader.errors.append(f"page error: {exc}"))
     page.on("console", lambda msg: reader.errors.append(f"console: {msg.text}") if msg.type == "error" else None)
     page.goto(url)
-    page.wait_for_selector("#rankscale-landing, #app p strong", timeout=30_000)
+    # the landing page, the line of a report before any run, or docutils' message where either should be
+    page.wait_for_selector("#rankscale-landing, #app p strong, .system-message", timeout=30_000)
     return reader
 
 
@@ -193,6 +228,26 @@ def test_landing_page_shows_what_the_run_found_and_what_produced_it(browser, rep
     assert page.locator("li.left-out").count() == 3
     print(f"landing page: {reader.shot('landing')}")
     assert not reader.errors, reader.errors
+
+
+def test_the_landing_page_of_hundreds_of_models_shows_every_row(browser, large_report, shots):
+    """The landing page of a study larger than the smoke run opens whole: no docutils message in its place, every
+    model on every dataset, every law and every claim."""
+    study = large_report.study
+    reader = open_reader(browser, large_report.path.as_uri(), shots)
+    page = reader.page
+    reader.shot("landing-large")
+    said = docutils_messages(page.locator("body").inner_text())
+    assert not said, said
+    page.locator("#rankscale-landing").wait_for()
+    assert page.locator("table.models tbody tr").count() == study.rows
+    assert page.locator("table.headline tbody tr").count() == study.laws
+    assert page.locator("table.claims tbody tr").count() == study.claims
+    assert page.locator("li.one-model").count() == study.singles
+    last = page.locator('table.models tr[data-model="single1-s0"][data-dataset="legal"]')
+    assert last.locator("td").first.inner_text() == "single1"  # the table's last row, whole
+    assert not reader.errors, reader.errors
+    assert_no_docutils_message(large_report.result, large_report.path)
 
 
 def test_every_figure_opens_in_paper_order(browser, report, shots):

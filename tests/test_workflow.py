@@ -19,6 +19,7 @@ from rankscale.statistics import k_grid
 from rankscale.tables import TABLES
 from rankscale.tokens import load_tokens
 from tests.conftest import REPO, copy_workflow, files, snakemake, study_figures
+from tests.report_study import docutils_messages
 from tests.tolerances import (
     PathTolerance,
     assert_logprobs_close,
@@ -181,6 +182,8 @@ def test_rerun_is_a_no_op_and_report_builds(smoke_run):
     assert report.returncode == 0, report.stderr[-3000:]
     html = (smoke_run / "results/smoke/report.html").read_text(errors="replace")
     assert len(html) > 100_000
+    # docutils said nothing of a caption or the landing page: each message is an ERROR block in the report
+    assert not docutils_messages(report.stdout + report.stderr) and not docutils_messages(html)
     for name in FIGURES:
         assert name in html
     # the run manifest opens it
