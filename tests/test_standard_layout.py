@@ -30,3 +30,13 @@ def test_the_catalog_file_says_how_the_workflow_deploys() -> None:
     usage = yaml.safe_load((REPO / ".snakemake-workflow-catalog.yml").read_text())["usage"]
     assert usage["software-stack-deployment"]["conda"] is True and usage["report"] is True
     assert "--configfile" in usage["mandatory-flags"]["desc"]
+
+
+def test_the_catalog_file_says_a_module_needs_a_local_clone() -> None:
+    """The catalog offers `snakedeploy deploy-workflow`, whose module reads the workflow from `github(...)`, which
+    rankscale refuses (workflow/rules/common.smk): its text says to point `snakefile:` at a local clone instead."""
+    desc = " ".join(yaml.safe_load((REPO / ".snakemake-workflow-catalog.yml").read_text())["usage"]["mandatory-flags"]
+                    ["desc"].split())  # fmt: skip
+    assert "`snakefile:`" in desc and "local clone" in desc and "docs/pipelines.md" in desc, desc
+    common = (REPO / "workflow/rules/common.smk").read_text()
+    assert "must be a file of a local clone, not" in common  # the refusal the text warns of
