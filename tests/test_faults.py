@@ -1,7 +1,9 @@
 """Faults in every rule: a kill inside each rule type, writes that fail for want of room, corrupt inputs.
 
-After each fault no output that looks complete is partial, the error names the file, and `snakemake` again (after
-`--unlock`) finishes with tables and rank arrays byte-identical to the undisturbed smoke run's (`smoke_run`).
+After each fault no output that looks complete is partial, the error names the file, nothing that finished is
+computed again, and `snakemake` again (after `--unlock`) finishes with tables, rank arrays, token files and models
+byte-identical to the undisturbed smoke run's (`smoke_run`): a second run from scratch, under another umask and
+with a hub token set, that must leak it nowhere.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from rankscale.atomic import json_text, sha256_file, write_npz
 from rankscale.corpus import read_jsonl
@@ -48,11 +51,12 @@ from rankscale.token_kinds import TokenTable, load_token_table, save_token_table
 from rankscale.tokens import TokenizedCorpus, load_tokens, save_tokens
 from rankscale.trajectories import load as load_trajectories
 from rankscale.windows import WindowSpec
-from tests.conftest import copy_run, copy_workflow, files, snakemake
-from tests.test_errors import SMOKE, _assert_nothing_looks_complete_but_is_not, _start
+from tests.conftest import REPO, assert_modes, copy_run, copy_workflow, files, snakemake
 
 CONFIG = "config/smoke.yaml"
+SMOKE = yaml.safe_load((REPO / CONFIG).read_text())
 LADDER = ladder_dir(SMOKE)
+SECRET = "hf_rankscaleTestSecret0123456789"  # the gauntlet's runs have it as HF_TOKEN: no output, log or record may hold it
 SEED = 50  # the kill points: random, and the same in every run of the test
 # the rule types killed: a kill falls a random time into a job of one, up to 90% of the shortest such job of the
 # undisturbed run (its benchmark files; the rules without one: this many seconds, about their Python start-up)
@@ -131,9 +135,56 @@ def _assert_whole(work: Path, reference: Path) -> None:
 
 def _running(text: str) -> list[str]:
     """Rules of the jobs Snakemake's log `text` announced and did not report finished, in order of announcement."""
-    started = re.findall(r"^(?:local)?rule (\w+):\n(?:    .*\n)*?    jobid: (\d+)$", text, re.MULTILINE)
+    return [rule for rule, _ in _unfinished(text)]
+
+
+def _unfinished(text: str) -> list[tuple[str, list[str]]]:
+    """The jobs Snakemake's log `text` announced and did not report finished: (rule, outputs), in order."""
+    started = re.findall(r"^(?:local)?rule (\w+):\n((?:    .*\n)*?)    jobid: (\d+)$", text, re.MULTILINE)
     finished = set(re.findall(r"^Finished jobid: (\d+)", text, re.MULTILINE))
-    return [rule for rule, job in started if job not in finished]
+    jobs = []
+    for rule, block, job in started:
+        if job not in finished:
+            line = next((line.strip() for line in block.splitlines() if line.strip().startswith("output:")), "output:")
+            jobs.append((rule, [o.strip() for o in line.removeprefix("output:").split(",") if o.strip()]))
+    return jobs
+
+
+def _finished_work(work: Path, unfinished: list[str]) -> dict[Path, int]:
+    """Modification times of the rank arrays (with their sidecar) and trained models there, but those under an output
+    of a job the kill interrupted (it may have written them before Snakemake recorded it finished: rightly redone)."""
+    done = [p for p in (work / "results/ranks").rglob("*.npz") if p.with_suffix(".json").exists()]
+    done += list((work / LADDER / "models").glob("*/model.safetensors"))
+    return {
+        path: path.stat().st_mtime_ns
+        for path in done
+        if not any(str(path.relative_to(work)).startswith(output) for output in unfinished)
+    }
+
+
+def _start(workdir: Path, config: str, umask: int) -> subprocess.Popen[bytes]:
+    """Start the workflow in its own process group under `umask`, with a hub token set, after lifting a lock left by
+    a killed run."""
+    _unlock(workdir)
+    return subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", str(workdir / config)],
+        cwd=workdir,
+        stdout=subprocess.DEVNULL,
+        stderr=open(workdir / "snakemake.err", "wb"),
+        start_new_session=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_TOKEN": SECRET},
+        preexec_fn=lambda: os.umask(umask),
+    )
+
+
+def _assert_nothing_looks_complete_but_is_not(work: Path, ladder: str) -> None:
+    for npz in (work / "results/ranks").rglob("*.npz"):
+        sidecar = npz.with_suffix(".json")
+        if sidecar.exists():  # a sidecar is written last: with it, the array must be whole
+            load_rank_arrays(npz, sidecar)
+    for model in (work / ladder / "models").glob("*"):
+        if not model.name.startswith("."):
+            assert (model / "model.safetensors").exists() and (model / "training.json").exists(), model
 
 
 def _errors(work: Path) -> str:
@@ -145,23 +196,23 @@ QUICK = {"corpus": "results/corpus", "tokenize": "results/tokens", "token_kinds"
 
 
 def _kill_inside(
-    work: Path, pending: list[str], windows: dict[str, float], rng: random.Random, timeout: float = 900
-) -> set[str]:
+    work: Path, pending: list[str], windows: dict[str, float], rng: random.Random, umask: int, timeout: float = 900
+) -> tuple[set[str], list[str]]:
     """Start the workflow; once a job of a rule in `pending` runs, SIGKILL its process group a random time later.
-    The rules with a job running at that moment."""
-    proc = _start(work, CONFIG)
+    The rules with a job running at that moment, and those jobs' outputs."""
+    proc = _start(work, CONFIG, umask)
     deadline = time.monotonic() + timeout
     while not (targets := [r for r in _running(_errors(work)) if r in pending]):
         if proc.poll() is not None:  # every job of the pending rules had finished before a kill fell inside one
             assert set(pending) <= set(QUICK), f"the workflow ended before a job of {pending} ran:\n{_errors(work)[-3000:]}"
-            return set()
+            return set(), []
         assert time.monotonic() < deadline, f"no job of {pending} started"
         time.sleep(0.05)
     time.sleep(rng.uniform(0, windows[targets[0]]))
-    running = set(_running(_errors(work)))
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
-    return running
+    unfinished = _unfinished(_errors(work))
+    return {rule for rule, _ in unfinished}, [output for _, outputs in unfinished for output in outputs]
 
 
 def _unlock(work: Path) -> None:
@@ -169,10 +220,18 @@ def _unlock(work: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
 
 
-def _finish(work: Path, *args: str, limit: int | None = None) -> subprocess.CompletedProcess[str]:
-    """`snakemake --cores 2` in `work`, under a file size limit (RLIMIT_FSIZE, bytes) when given."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    set_limit = None if limit is None else lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+def _finish(
+    work: Path, *args: str, limit: int | None = None, umask: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`snakemake --cores 2` in `work`, under a file size limit (RLIMIT_FSIZE, bytes) or a umask when given."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_TOKEN": SECRET}
+
+    def limits() -> None:
+        if limit is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        if umask is not None:
+            os.umask(umask)
+
     return subprocess.run(
         [sys.executable, "-m", "snakemake", *args, "--cores", "2", "--configfile", CONFIG],  # targets first
         cwd=work,
@@ -180,12 +239,12 @@ def _finish(work: Path, *args: str, limit: int | None = None) -> subprocess.Comp
         capture_output=True,
         text=True,
         timeout=900,
-        preexec_fn=set_limit,
+        preexec_fn=limits,
     )
 
 
 def _no_temporaries(work: Path) -> None:
-    left = [str(p.relative_to(work)) for p in (work / "results").rglob(".*.tmp*")]
+    left = [str(p.relative_to(work)) for folder in ("results", LADDER) for p in (work / folder).rglob(".*.tmp*")]
     assert not left, f"temporaries left after a finished run: {left}"
 
 
@@ -237,14 +296,19 @@ def _kill_report_once(work: Path, rng: random.Random, timeout: float, scale: flo
 @pytest.mark.slow
 def test_kill_inside_every_rule_type_then_finish_identically(smoke_run: Path, tmp_path: Path) -> None:
     """One run from scratch, SIGKILLed (the whole process group) inside a job of each rule type in turn, restarted
-    after `--unlock` each time; then `--report`, killed; then finished: identical to the undisturbed run."""
+    after `--unlock` each time; then `--report`, killed; then finished: identical to the undisturbed run, having
+    redone only the jobs a kill interrupted. It runs under another umask than the session's smoke run (the modes
+    of both are checked) and with a hub token that no output, log or record may hold."""
     work = copy_workflow(tmp_path / "gauntlet")
+    session = os.umask(0o022)
+    os.umask(session)
+    umask = 0o002 if session == 0o022 else 0o022
     rng, windows = random.Random(SEED), _kill_windows(smoke_run)
-    pending, killed = list(KILLED), []
+    pending, killed, finished = list(KILLED), [], {}
     for _ in range(3 * len(KILLED)):  # a kill may fall between jobs: that rule is tried again
         if not pending:
             break
-        running = _kill_inside(work, pending, windows, rng)
+        running, interrupted = _kill_inside(work, pending, windows, rng, umask)
         if not running:  # quick rules (a second a job) all done before a kill: remove their outputs, run them again
             for rule in pending:
                 shutil.rmtree(work / QUICK[rule], ignore_errors=True)
@@ -253,13 +317,27 @@ def test_kill_inside_every_rule_type_then_finish_identically(smoke_run: Path, tm
         killed += [rule for rule in pending if rule in running]
         pending = [rule for rule in pending if rule not in running]
         _assert_whole(work, smoke_run)
+        # what had finished before this kill stays as it is through every later kill and the last run
+        finished = {**_finished_work(work, interrupted), **finished}
     assert not pending, f"never killed inside {pending} (killed inside {killed})"
+    assert any("ranks" in str(p) for p in finished) and any(p.name == "model.safetensors" for p in finished)
     _unlock(work)
-    result = _finish(work)
+    result = _finish(work, umask=umask)
     assert result.returncode == 0, result.stderr[-5000:]
-    assert _identical(work, smoke_run) == 6 + len(TABLES)
+    for path, mtime in finished.items():
+        assert path.stat().st_mtime_ns == mtime, f"{path.relative_to(work)} was computed again"
+    identical = (
+        *COMPARED,
+        "results/tokens/*/*.npz",
+        f"{LADDER}/models/*/model.safetensors",
+        f"{LADDER}/models/*/config.json",
+        f"{LADDER}/tokenizer/tokenizer.json",
+    )
+    assert _identical(work, smoke_run, identical) >= 6 + len(TABLES) + 2 + 3 + 3 + 1  # arrays, tables, tokens, models
     _assert_whole(work, smoke_run)
     _no_temporaries(work)
+    assert_modes(work, LADDER, umask)
+    assert_modes(smoke_run, LADDER, session)
     again = snakemake(work, "-n", "--configfile", CONFIG)
     assert "Nothing to be done" in again.stdout + again.stderr
 
@@ -269,6 +347,9 @@ def test_kill_inside_every_rule_type_then_finish_identically(smoke_run: Path, tm
     assert result.returncode == 0, result.stderr[-5000:]
     with zipfile.ZipFile(work / "report.zip") as archive:
         assert archive.testzip() is None and any(n.endswith("report.html") for n in archive.namelist())
+    for path in [*(work / "logs").rglob("*"), *(work / "results").rglob("*"), *(work / ".snakemake/log").rglob("*")]:
+        if path.is_file() and path.stat().st_size < 50_000_000:
+            assert SECRET.encode() not in path.read_bytes(), f"the hub token leaked into {path}"
 
 
 def _ranks(smoke: Layout) -> list[str]:

@@ -5,8 +5,9 @@ Hypothesis mutates every shipped configuration (config/*.yaml): wrong types, unk
 values (0, negative, huge, NaN, empty lists), duplicate and clashing names, names that are paths, unicode, missing
 and unreadable files, broken YAML. Each generated file goes through the workflow's own configuration stage
 (rankscale.plan.prepare, what the Snakefile runs before any job) and every setting the rules compute from it; a
-sample also through `snakemake -n` for real. The campaign (RANKSCALE_FUZZ_EXAMPLES, 2000 by default) is slow-marked,
-with a fixed seed and a stored example database (tests/data/hypothesis/), so a failure found once is replayed first.
+sample also through `snakemake -n` for real. The campaign (RANKSCALE_FUZZ_EXAMPLES, 200 by default; 2000 for the
+recorded campaign, benchmarks/RESULTS.md) is slow-marked, with a fixed seed and an example database outside the
+checkout (RANKSCALE_FUZZ_DB, else the user's cache directory), so a failure found once is replayed first there.
 """
 
 from __future__ import annotations
@@ -25,31 +26,15 @@ import yaml
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
-from snakemake.utils import update_config
 
-from rankscale.downloads import hub_downloads
-from rankscale.plan import (
-    corpus_spec,
-    figure_settings,
-    run_checkpoints,
-    summary_settings,
-    table_settings,
-    tokenize_source,
-    tokenizer_params,
-    tokenizer_sources,
-    training_params,
-    trajectory_settings,
-    unpinned,
-)
-from rankscale.plan.prepare import REFUSED, prepare, refusal
-from rankscale.plots import FIGURES
-from rankscale.tables import TABLES
 from tests.conftest import REPO, copy_workflow, snakemake
+from tests.plan_check import plan_everything
 
 DEFAULT = REPO / "config/config.yaml"
 SHIPPED = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((REPO / "config").glob("*.yaml"))}
-EXAMPLES = int(os.environ.get("RANKSCALE_FUZZ_EXAMPLES", "2000"))
-DATABASE = DirectoryBasedExampleDatabase(str(REPO / "tests/data/hypothesis"))
+EXAMPLES = int(os.environ.get("RANKSCALE_FUZZ_EXAMPLES", "200"))
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+DATABASE = DirectoryBasedExampleDatabase(os.environ.get("RANKSCALE_FUZZ_DB") or str(CACHE / "rankscale/hypothesis"))
 
 NASTY_TEXT = ["", " ", "../escape", "/abs/elsewhere", "a/b", "résumé-名前", "a\nb", "nul\x00byte", "-", "..",
               "results", "ranks", "x" * 300, "${HOME}", "*", "{model}"]  # fmt: skip
@@ -141,54 +126,6 @@ def mutated(draw: st.DrawFn) -> tuple[str, Any, list[Mutation]]:
     return name, config, mutations
 
 
-def load_like_snakemake(path: Path) -> tuple[dict[str, Any], list[Path]]:
-    """What Snakemake hands the Snakefile for `--configfile path`: the file alone where it sets `datasets`, else laid
-    over config/config.yaml (the Snakefile's `configfile:`), and the files read, in Snakemake's order."""
-    given = yaml.safe_load(path.read_text())
-    if not isinstance(given, dict):
-        given = {}
-    if "datasets" in given:
-        return copy.deepcopy(given), [path]
-    config = yaml.safe_load(DEFAULT.read_text())
-    update_config(config, given)
-    return config, [DEFAULT, path]
-
-
-def plan_everything(path: Path) -> str | None:
-    """The workflow's configuration stage and every setting its rules compute; the refusal's lines, or None."""
-    config, files = load_like_snakemake(path)
-    try:
-        prepared = prepare(config, files, [path], DEFAULT)
-    except REFUSED as exc:
-        return refusal(exc, [path], DEFAULT, len(files) > 1)
-    plans = prepared.plans
-    # what common.smk and the rules compute from the plan: none of it may fail on a configuration that was accepted
-    unpinned(config, plans)
-    tokenizers = tokenizer_sources(plans)
-    for tok, source in tokenizers.items():
-        tokenize_source(plans, tok)
-        tokenizer_params(source, tok)
-    hub_downloads(plans)
-    summary_settings(config)
-    trajectory_settings(config)
-    models, datasets = list(plans), sorted(config["datasets"])
-    for dataset in datasets:
-        corpus_spec(config, dataset)
-        for model in models:
-            prepared.layout.ranks(model, dataset)
-            prepared.layout.summary(model, dataset)
-    for table in TABLES:
-        table_settings(config, table)
-    for figure in FIGURES:
-        figure_settings(config, figure, datasets, models)
-    if config.get("ladder"):
-        run_checkpoints(config)
-        for plan in plans.values():
-            if plan.ladder:
-                training_params(config, plan)
-    return None
-
-
 def check_refusal(text: str, path: Path, mutations: list[Mutation]) -> None:
     lines = text.splitlines()
     assert lines and "Traceback" not in text, text
@@ -209,7 +146,7 @@ def test_a_fuzzed_configuration_is_refused_with_its_key_or_planned(case: tuple[s
     _, config, mutations = case
     path = FUZZ_DIR / "fuzzed.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
-    outcome = plan_everything(path)
+    outcome = plan_everything(path, DEFAULT)
     COUNTS["refused" if outcome else "planned"] += 1
     if outcome is not None:
         check_refusal(outcome, path, mutations)

@@ -11,7 +11,8 @@ import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ import yaml
 from rankscale.atomic import atomic_dir, atomic_path
 from rankscale.plan import ladder_dir, text_key
 from tests.conftest import REPO, copy_run, copy_workflow, file_states, files, planned_jobs, snakemake
+from tests.plan_check import refused
 from tests.test_errors import _local_model, _models, _set, tiny_model_dir
 
 SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
@@ -225,30 +227,49 @@ def workflow_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy_workflow(tmp_path_factory.mktemp("hardening"))
 
 
-def dry_run(workdir: Path, config: dict, name: str = "case.yaml") -> subprocess.CompletedProcess[str]:
-    (workdir / "config" / name).write_text(yaml.safe_dump(config, sort_keys=False))  # ladder.corpus order matters
-    return snakemake(workdir, "-n", "--cores", "1", "--configfile", f"config/{name}")
-
-
-@pytest.mark.parametrize("case", sorted(PLAN_ERRORS))
-def test_refused_before_any_job(case: str, workflow_copy: Path, tmp_path: Path) -> None:
-    mutate, expected = PLAN_ERRORS[case]
+@contextmanager
+def _case(case: str, workdir: Path, tmp_path: Path) -> Iterator[dict]:
+    """PLAN_ERRORS[case]'s configuration, with the ladder's training-text count it needs in `workdir` meanwhile."""
+    mutate, _ = PLAN_ERRORS[case]
     config = copy.deepcopy(SMOKE)
     mutate(config, tmp_path)
-    counts = workflow_copy / LADDER / "train_tokens.json"
+    counts = workdir / LADDER / "train_tokens.json"
     if (tmp_path / "train_tokens.json").exists():
         counts.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(tmp_path / "train_tokens.json", counts)
     try:
-        result = dry_run(workflow_copy, config)
+        yield config
     finally:
         counts.unlink(missing_ok=True)
-    output = result.stdout + result.stderr
-    assert result.returncode == 1, output[-3000:]
+
+
+@pytest.mark.parametrize("case", sorted(PLAN_ERRORS))
+def test_refused_before_any_job(case: str, workflow_copy: Path, tmp_path: Path) -> None:
+    """Through the configuration stage in-process (tests/plan_check.py), as the test below does for real."""
+    with _case(case, workflow_copy, tmp_path) as config:
+        output = refused(workflow_copy, config)
+    assert output is not None, f"{case}: accepted"
     assert_one_line_errors(output)
-    for text in expected:
-        assert text in output, f"{text!r} not in:\n{output[-3000:]}"
+    for text in PLAN_ERRORS[case][1]:
+        assert text in output, f"{text!r} not in:\n{output}"
     assert not (workflow_copy / "results").exists(), "no job may start on a bad configuration"
+
+
+# the in-process refusals (above, and test_errors' CONFIG_ERRORS) are what the workflow prints: three through
+# `snakemake -n` for real, a check of the ladder's files, of a data file's every line and of a model's weights
+THROUGH_SNAKEMAKE = ("ladder seq_len beyond its training text", "a late line that is not JSON", "wrong S on a path: model")
+
+
+@pytest.mark.parametrize("case", THROUGH_SNAKEMAKE)
+def test_the_workflow_prints_the_configuration_stages_lines(case: str, workflow_copy: Path, tmp_path: Path) -> None:
+    with _case(case, workflow_copy, tmp_path) as config:
+        expected = refused(workflow_copy, config)  # leaves config/case.yaml in place
+        result = snakemake(workflow_copy, "-n", "--cores", "1", "--configfile", "config/case.yaml")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and expected, output[-3000:]
+    assert_one_line_errors(output)
+    assert [line for line in output.splitlines() if line.startswith("config error in ")] == expected.splitlines()
+    assert not (workflow_copy / "results").exists()
 
 
 def test_duplicate_yaml_key_is_refused_with_file_and_line(workflow_copy: Path) -> None:
@@ -315,7 +336,7 @@ def test_unreadable_yaml_names_file_and_line(workflow_copy: Path) -> None:
 def test_one_bad_extraction_value_names_only_that_key(workflow_copy: Path) -> None:
     config = copy.deepcopy(SMOKE)
     config["extraction"]["dtype"] = "float64"
-    output = _output(dry_run(workflow_copy, config))
+    output = refused(workflow_copy, config) or ""
     assert "config error in config/case.yaml: extraction.dtype: 'float64' is not one of" in output
     assert "Unevaluated properties" not in output and "was unexpected" not in output
 
