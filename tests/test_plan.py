@@ -216,3 +216,14 @@ def test_a_corpus_of_empty_texts_is_refused_at_planning(smoke_config, tmp_path, 
         build_plan(config)
     assert str(err.value).startswith(message.format(path=path)) and "\n" not in str(err.value), str(err.value)
 
+
+def test_overrides_reach_the_workflow_typed_and_their_errors_name_config(tmp_path):
+    """A real dry run: the workflow reads `--config` as `rankscale check` does (a number inside a section is a
+    number, not the text Snakemake's command line makes of it), and a typo there is blamed on `--config`."""
+    workdir = copy_workflow(tmp_path / "wf")
+    overrides = ['extraction={"max_length": 32}', 'analysis={"law_from": "power_law"}']
+    result = snakemake(workdir, "-n", "--cores", "1", "--configfile", "config/smoke.yaml", "--config", *overrides)
+    out = result.stdout + result.stderr
+    errors = [line for line in out.splitlines() if line.startswith("config error in ")]
+    assert result.returncode == 1 and "Traceback" not in out, out[-3000:]
+    assert errors == ["config error in --config: analysis: unknown key ('law_from' was unexpected); did you mean 'law_form'?"]
