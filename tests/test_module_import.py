@@ -49,11 +49,28 @@ onsuccess:
 """
 
 
-def test_rankscale_as_a_module_gives_the_direct_runs_tables(smoke_run: Path, tmp_path: Path) -> None:
-    user = tmp_path / "my-pipeline"
+def user_pipeline(where: Path) -> Path:
+    """A user's own pipeline directory that imports this checkout's workflow as a module (USER_SNAKEFILE)."""
+    user = where / "my-pipeline"
     (user / "config").mkdir(parents=True)
     (user / "config/smoke.yaml").write_text((REPO / "config/smoke.yaml").read_text())
     (user / "Snakefile").write_text(USER_SNAKEFILE.format(snakefile=REPO / "workflow/Snakefile"))
+    return user
+
+
+def test_a_module_import_plans_without_a_warning(tmp_path: Path) -> None:
+    """Rules renamed by `use rule * as rankscale_*` are local by their own `localrule: True`: no `localrules:` list
+    names rules the importing workflow does not have, so Snakemake has nothing to warn of (tests/test_slurm.py
+    checks which rules are local)."""
+    result = snakemake(user_pipeline(tmp_path), "-n", "--cores", "1", "count_laws")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-5000:]
+    assert "localrules directive" not in output and "not present in the Snakefile" not in output, output[-5000:]
+    assert "rule rankscale_table:" in output  # the module's rules, under their new names
+
+
+def test_rankscale_as_a_module_gives_the_direct_runs_tables(smoke_run: Path, tmp_path: Path) -> None:
+    user = user_pipeline(tmp_path)
 
     result = snakemake(user, "--cores", "2", "count_laws")
     output = result.stdout + result.stderr

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rankscale.plan import ConfigError, build_plan, ladder_dir, slug
+from rankscale.config import validate
+from rankscale.plan import ConfigError, build_plan, check_written, ladder_dir, slug
 from tests.conftest import REPO, copy_workflow, snakemake
 
 
@@ -175,3 +176,54 @@ def test_a_builder_gets_its_declared_settings_typed_by_name() -> None:
     assert inputs.form is FORMS["power_law"] and inputs.seed == 3 and isinstance(inputs.level, float)
     with pytest.raises(KeyError, match="reads analysis setting 'refits' but does not declare it"):
         _ = inputs.refits
+
+
+@pytest.mark.parametrize("key", ["k_include", "emergence_k", "law_k"])
+def test_every_k_a_study_writes_is_checked_against_the_vocabulary(smoke_config, key):
+    """`k_include` and `emergence_k` as `law_k`: a k above |V| is refused, not left out without a word; the
+    schema's default k (20000 and 30000 in k_include, above the smoke ladder's 512) are not the study's."""
+    config = validate(copy.deepcopy(smoke_config))
+    plans = build_plan(config, validated=True)
+    check_written(config, plans, [{"analysis": {"law_form": "power_law"}}])  # k_include's defaults reach 30000
+    config["analysis"][key] = [1, 10, 5000]
+    with pytest.raises(ConfigError) as err:
+        check_written(config, plans, [{"analysis": {key: [1, 10, 5000]}}])
+    assert str(err.value).startswith(
+        f"analysis.{key}: k = [5000] exceeds |V| = 512 of model 'smoke-a' (ladder.tokenizer.vocab_size): no rank can "
+        "reach it, so it would be left out without a word; keep every k at most 512"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("empty.jsonl", '{"text": ""}\n{"text": " \\n\\t"}\n{"text": "   "}\n',
+         "datasets.mine.text_fields: none of the 3 records of '{path}' has text in the fields read (['text']: each "
+         "empty or whitespace): the corpus would be empty before any split"),
+        ("empty.txt", "\n  \n\t\n\n",
+         "datasets.mine.path: file '{path}' holds only whitespace (read as `format: txt`, the whole file as text): "
+         "the corpus would be empty before any split"),
+    ],
+)  # fmt: skip
+def test_a_corpus_of_empty_texts_is_refused_at_planning(smoke_config, tmp_path, monkeypatch, name, text, message):
+    """Not by the corpus job, whose error blamed "splitting and limits" the study never set."""
+    monkeypatch.chdir(tmp_path)  # the checked-files cache (.snakemake/rankscale) of a run in this directory
+    path = tmp_path / name
+    path.write_text(text)
+    config = copy.deepcopy(smoke_config)
+    config["datasets"]["mine"] = {"source": "local", "path": str(path)}
+    with pytest.raises(ConfigError) as err:
+        build_plan(config)
+    assert str(err.value).startswith(message.format(path=path)) and "\n" not in str(err.value), str(err.value)
+
+
+def test_overrides_reach_the_workflow_typed_and_their_errors_name_config(tmp_path):
+    """A real dry run: the workflow reads `--config` as `rankscale check` does (a number inside a section is a
+    number, not the text Snakemake's command line makes of it), and a typo there is blamed on `--config`."""
+    workdir = copy_workflow(tmp_path / "wf")
+    overrides = ['extraction={"max_length": 32}', 'analysis={"law_from": "power_law"}']
+    result = snakemake(workdir, "-n", "--cores", "1", "--configfile", "config/smoke.yaml", "--config", *overrides)
+    out = result.stdout + result.stderr
+    errors = [line for line in out.splitlines() if line.startswith("config error in ")]
+    assert result.returncode == 1 and "Traceback" not in out, out[-3000:]
+    assert errors == ["config error in --config: analysis: unknown key ('law_from' was unexpected); did you mean 'law_form'?"]

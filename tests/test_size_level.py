@@ -9,6 +9,9 @@ coverage by simulation with a planted size level (benchmarks/size_level_coverage
 
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -29,6 +32,8 @@ from rankscale.laws.random_effects import (
     with_size_level,
     without_rounding,
 )
+from rankscale.tables import lawkit
+from rankscale.tables.noise import Noise
 from tests.conftest import benchmark_module
 
 SIZES = np.array([25_472, 77_568, 172_800, 473_088, 1_198_080, 3_159_552], dtype=np.float64)
@@ -259,3 +264,33 @@ def test_tau_zero_bound_counts_coverage_and_its_frontier_lies_between_documents_
     assert 0.96 < held.tau0 < 0.992 and held.checked_min > 0.94
     score = bound.score_rule(design, V, taus, 40_000, 0.0, 0.0, 1)  # c = 0: documents alone
     assert score[0] == pytest.approx(0.95, abs=0.004) and score[-1] < 0.5
+
+
+def test_points_exactly_on_the_law_without_document_noise_have_tau2_zero() -> None:
+    """The law of a ratio that is 1 at every size and in every replicate (emergence_laws' contrast at N = 1, where
+    the run rate is RBP_k itself): every point is log 1 = 0 and V = 0. tau^2 is exactly 0; the search used to run
+    on a floor of 1e-300 and return a subnormal 5.7e-311, whose REML information was NaN (here) or inf (on other
+    CPUs: `RuntimeWarning: invalid value encountered in matmul`, once per such row of a default run)."""
+    y = np.zeros(6)
+    V = replicate_covariance(y, np.zeros((50, 6)))
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        level = fit_size_level(X, y, V, size_matrix(range(6)), SLOPE)
+    assert level is not None and level.tau2 == 0.0 and level.information == math.inf
+    assert (level.q, level.q_df, level.q_p, level.df) == (0.0, 4, 1.0, math.inf)
+
+
+def test_a_law_contrasted_with_itself_is_zero_without_a_warning() -> None:
+    """How emergence_laws reaches it: the exponent contrast of the N = 1 run law against the RBP_k law, the same
+    numbers twice. The difference, its interval and the ratio law's tau^2 are 0, and nothing warns."""
+    rng = np.random.default_rng(5)
+    points = Points.of(SIZES)
+    y = 2.0 * SIZES**-0.05 * np.exp(0.01 * rng.standard_normal(6))
+    reps = y[None, :] * np.exp(0.02 * rng.standard_normal((200, 6)))
+    law = POWER_LAW.fit(points, y)
+    noise = Noise([f"m{i}" for i in range(6)], None, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        contrast = lawkit.exponent_contrast(POWER_LAW, points, (law, law), (y, y), (reps, reps), noise, ("f", "d"), 10)
+    row = contrast.row(0.95)
+    assert row["difference"] == 0.0 and row["ci_low"] == 0.0 and row["ci_high"] == 0.0 and row["tau2"] == 0.0

@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from rankscale.config import SCHEMA_PATH, ConfigError, load_yaml, validate
+from rankscale.config import SCHEMA_PATH, ConfigError, validate
 from rankscale.dvc_stages import ShareError, Stage, merge, read_stages, stage_configs
 from rankscale.identity import CORPUS_SHA, OWN_SHA, problems
 from rankscale.layout import Layout
@@ -59,18 +59,11 @@ def load_config(config_files: Sequence[str], root: Path = Path(".")) -> dict[str
     """The config Snakemake runs with for `--configfile config_files` (see the Snakefile).
 
     Files merge in order (nested dicts merge, lists are replaced); unless they define `datasets`
-    they are overrides on top of config/config.yaml, as in the Snakefile.
+    they are overrides on top of config/config.yaml, as in the Snakefile (`load_like_snakemake`).
     """
-    from snakemake.utils import update_config
+    from rankscale.plan.prepare import load_like_snakemake
 
-    given: dict[str, Any] = {}
-    for name in config_files:
-        update_config(given, load_yaml(root / name) or {})
-    if "datasets" in given:
-        return given
-    config = load_yaml(root / DEFAULT_CONFIG)
-    update_config(config, given)
-    return config
+    return load_like_snakemake([root / name for name in config_files], root / DEFAULT_CONFIG).config
 
 
 def configured(config_files: Sequence[str], root: Path) -> tuple[dict[str, Any], dict[str, ModelPlan], Layout]:

@@ -10,6 +10,7 @@ DEFAULT_K = default_k(load_schema(SCHEMA_PATH))
 
 
 rule summarize:
+    localrule: True
     input:
         unpack(summarize_inputs),
     output:
@@ -36,6 +37,7 @@ rule summarize:
 # Which tokens a larger model gets right: one job per family x dataset follows every scored token across the family's
 # sizes, checkpoints and seeds (rankscale.trajectories); the four token tables read its counts.
 rule trajectories:
+    localrule: True
     input:
         unpack(trajectories_inputs),
     output:
@@ -56,6 +58,7 @@ rule trajectories:
 
 
 rule table:
+    localrule: True
     input:
         unpack(table_inputs),
     output:

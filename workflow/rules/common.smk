@@ -38,10 +38,9 @@ from rankscale.plan import (  # noqa: E402
     tokenizer_sources,
     training_params,
     trajectory_settings,
-    unpinned,
 )
-from rankscale.plan.errors import inherited_note  # noqa: E402
-from rankscale.plan.prepare import REFUSED, prepare, refusal  # noqa: E402
+from rankscale.plan.overrides import apply_overrides, parse_overrides  # noqa: E402
+from rankscale.plan.prepare import REFUSED, prepare, refusal, run_notes  # noqa: E402
 from rankscale.plots import FIGURES, left_out  # noqa: E402
 from rankscale.report import landing  # noqa: E402
 from rankscale.report.captions import rst as caption_rst  # noqa: E402
@@ -53,23 +52,20 @@ from rankscale.tables import TABLES  # noqa: E402
 USER_CONFIGS = [Path(f) for f in workflow.overwrite_configfiles]
 DEFAULT_CONFIG = REPO / "config/config.yaml"
 EXTENDS_DEFAULT = len(workflow.configfiles) > len(USER_CONFIGS)
-try:  # rankscale.plan.prepare: the configuration stage, the same code the configuration fuzzer runs
-    PREPARED = prepare(config, workflow.configfiles, USER_CONFIGS, DEFAULT_CONFIG,
-                       dict(workflow.config_settings.config), SCHEMA_PATH)
-except REFUSED as exc:  # one line per problem, naming the file, before any job and without a traceback
-    print(refusal(exc, USER_CONFIGS, DEFAULT_CONFIG, EXTENDS_DEFAULT), file=sys.stderr)
+OVERRIDES = {}  # the command line's --config, with YAML types (Snakemake's are text inside a mapping or list)
+try:  # rankscale.plan.prepare: the configuration stage, the same code `rankscale check` and the fuzzer run
+    OVERRIDES = parse_overrides(workflow.config_settings.config_args or ())
+    if Path(workflow.main_snakefile).resolve() == (WORKFLOW_DIR / "Snakefile").resolve():  # not under `module`,
+        apply_overrides(config, OVERRIDES)  # where the importing Snakefile says what config rankscale gets
+    PREPARED = prepare(config, workflow.configfiles, USER_CONFIGS, DEFAULT_CONFIG, OVERRIDES, SCHEMA_PATH)
+except REFUSED as exc:  # one line per problem, naming the file or --config, before any job and without a traceback
+    print(refusal(exc, USER_CONFIGS, DEFAULT_CONFIG, EXTENDS_DEFAULT, OVERRIDES), file=sys.stderr)
     sys.exit(1)
 PLAN, LAYOUT = PREPARED.plans, PREPARED.layout  # the models; every path, keyed by meaning (rankscale.layout)
 
-if workflow.is_main_process and EXTENDS_DEFAULT and (NOTE := inherited_note(USER_CONFIGS, DEFAULT_CONFIG)):
-    print(f"rankscale: {NOTE}", file=sys.stderr)
-
-if workflow.is_main_process and (UNPINNED := unpinned(config, PLAN)):  # said once, not by every job
-    print(
-        f"rankscale: {len(UNPINNED)} input(s) read at a branch, not a commit, so results depend on when they run: "
-        f"{', '.join(UNPINNED)}. Pin a commit in `revision:` (each sidecar records the commit a run resolved).",
-        file=sys.stderr,
-    )
+if workflow.is_main_process:  # said once, not by every job: inherited settings, unpinned inputs, the override's run
+    for NOTE in run_notes(config, PREPARED, USER_CONFIGS, DEFAULT_CONFIG, EXTENDS_DEFAULT, OVERRIDES):
+        print(f"rankscale: {NOTE}", file=sys.stderr)
 
 MODELS = list(PLAN)
 DATASETS = sorted(config["datasets"])  # a mapping has no order: figures' columns go by name

@@ -4,6 +4,7 @@
 
 
 rule corpus:
+    localrule: True
     output:
         corpus=f"{Layout.CORPUS}.jsonl",
         meta=f"{Layout.CORPUS}.json",
@@ -20,6 +21,7 @@ rule corpus:
 
 
 rule tokenize:
+    localrule: True
     input:
         corpus=lambda wc: LAYOUT.corpus(dataset(wc)),
         corpus_meta=lambda wc: LAYOUT.corpus(dataset(wc), "json"),
@@ -46,6 +48,7 @@ rule tokenize:
 
 
 rule token_kinds:
+    localrule: True
     input:
         tokenizer=tokenizer_input,
     output:

@@ -32,6 +32,7 @@ rule extract:
 
 
 rule download:
+    localrule: True
     output:
         Layout.DOWNLOAD,
     params:

@@ -3,6 +3,7 @@
 
 
 rule figure:
+    localrule: True
     input:
         unpack(figure_inputs),
     output:

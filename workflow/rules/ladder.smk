@@ -3,6 +3,7 @@
 # (rankscale.plan.ladder_dir), so configurations in one clone never retrain each other's ladder.
 
 rule ladder_corpus:
+    localrule: True
     input:
         evaluated=[LAYOUT.corpus(d) for d in DATASETS],  # text the ladder must not see
     output:

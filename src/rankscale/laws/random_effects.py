@@ -143,7 +143,10 @@ def reml_information(tau2: float, X: np.ndarray, V: np.ndarray, K: np.ndarray) -
     """Expected REML information of tau^2: tr(P K P K) / 2, P = L (L^T S L)^-1 L^T."""
     L = residual_basis(X)
     LKL = L.T @ K @ L
-    M = np.linalg.solve(L.T @ V @ L + tau2 * LKL, LKL)
+    try:
+        M = np.linalg.solve(L.T @ V @ L + tau2 * LKL, LKL)
+    except np.linalg.LinAlgError:  # no noise at all (tau^2 = 0 and no document noise): tau^2 is known exactly
+        return math.inf
     return 0.5 * float(np.trace(M @ M))
 
 
@@ -153,6 +156,8 @@ def reml_tau2(X: np.ndarray, y: np.ndarray, V: np.ndarray, K: np.ndarray) -> flo
     the best grid point's neighbours."""
     L = residual_basis(X)
     z = L.T @ y
+    if not z.any():  # the points lie exactly on the law (a law of a ratio that is 1 throughout, say: emergence's N = 1)
+        return 0.0  # the likelihood falls as tau^2 grows; with no document noise either, a search would go subnormal
     scale = max(float(np.mean(np.diag(L.T @ V @ L))), float(z @ z) / len(z), 1e-300)
     grid = np.concatenate([[0.0], scale * np.geomspace(1e-6, 1e3, 64)])
     values = _residual_curve(grid, L, y, V, K)

@@ -280,8 +280,20 @@ def unpinned(config: Mapping[str, Any], plans: Mapping[str, ModelPlan]) -> list[
     return out
 
 
-# k settings a user writes: a k above a model's vocabulary cannot be scored (RBP_k = 1 there), and is refused
-WRITTEN_K = (("analysis", "law_k"), ("figures", "rbp_k"))
+def unpinned_note(config: Mapping[str, Any], plans: Mapping[str, ModelPlan]) -> str | None:
+    """One line naming the inputs read at a branch (`unpinned`), said once before a run; None where all are pinned."""
+    found = unpinned(config, plans)
+    if not found:
+        return None
+    return (
+        f"{len(found)} input(s) read at a branch, not a commit, so results depend on when they run: "
+        f"{', '.join(found)}. Pin a commit in `revision:` (each sidecar records the commit a run resolved)."
+    )
+
+
+# k settings a user writes: a k above a model's vocabulary cannot be scored (RBP_k = 1 there), and is refused.
+# `figures.large_k` is not among them: Fig. 5 shows the k under each model's |V| by design (its caption says so)
+WRITTEN_K = (("analysis", "law_k"), ("analysis", "k_include"), ("analysis", "emergence_k"), ("figures", "rbp_k"))
 
 
 def check_written(config: Mapping[str, Any], plans: Mapping[str, ModelPlan], written: Sequence[Any]) -> None:

@@ -99,22 +99,24 @@ def _text(path: Path, where: str) -> str:
         raise _not_utf8(path, data.count(b"\n", 0, exc.start) + 1, exc.start, exc, where) from None
 
 
-def check_utf8(path: Path, where: str) -> None:
-    """The whole file decodes as UTF-8 (read in chunks: fast, and before any job runs)."""
-    base, line, carry = 0, 1, b""
+def check_utf8(path: Path, where: str) -> bool:
+    """The whole file decodes as UTF-8 (read in chunks: fast, and before any job runs); whether it holds any text
+    but whitespace."""
+    base, line, carry, text = 0, 1, b"", False
     try:
         with _open(path) as fh:
             while True:
                 chunk = fh.read(1 << 20)
                 data = carry + chunk
                 if not data:
-                    return
+                    return text
                 try:
-                    data.decode("utf-8")
+                    text = bool(data.decode("utf-8").strip()) or text
                     carry, consumed = b"", len(data)
                 except UnicodeDecodeError as exc:
                     if chunk and exc.reason == "unexpected end of data" and exc.start >= len(data) - 3:
                         carry, consumed = data[exc.start :], exc.start  # a character cut at the chunk's end
+                        text = bool(data[: exc.start].decode("utf-8").strip()) or text
                     else:
                         raise _not_utf8(
                             path, line + data.count(b"\n", 0, exc.start), base + exc.start, exc, where
@@ -128,7 +130,9 @@ def check_utf8(path: Path, where: str) -> None:
 def check(spec: Mapping[str, Any], where: str, check_paths: bool) -> None:
     """The format is known; the file exists, is not empty, is UTF-8 throughout, and every record is valid JSON
     with its text fields (unless the entry skips invalid records): a bad line is refused with file and line
-    before any job, not by the corpus job. A file checked unchanged is not read again (`CHECKED`)."""
+    before any job, not by the corpus job. Some text must remain once read (not every text empty): the corpus
+    job would otherwise find no document and blame the split. A file checked unchanged is not read again
+    (`CHECKED`)."""
     fmt = file_format(spec, where)
     if not check_paths:
         return
@@ -140,15 +144,20 @@ def check(spec: Mapping[str, Any], where: str, check_paths: bool) -> None:
     stamp = _stamp(path, spec, fmt)
     if stamp in _checked():
         return
-    check_utf8(path, where)
+    has_text = check_utf8(path, where)
     if fmt == "jsonl":
         _check_records(path, spec, where)
+    elif not has_text:
+        raise CorpusError(
+            f"{where}.path: file {str(path)!r} holds only whitespace (read as `format: txt`, the whole file as "
+            "text): the corpus would be empty before any split; give a file with text"
+        )
     _remember(stamp)
 
 
 def _check_records(path: Path, spec: Mapping[str, Any], where: str) -> None:
     """Every record: the first must have every text field; each is refused (file:line) unless skipped."""
-    count = 0
+    count = texts = 0
     for line, record in _records(path, where):
         if not count and isinstance(record, dict):
             for text_field in spec["text_fields"]:
@@ -158,20 +167,32 @@ def _check_records(path: Path, spec: Mapping[str, Any], where: str) -> None:
                     raise CorpusError(f"{exc} in the first record of {str(path)!r}; set `text_fields`") from None
                 except InvalidRecord:
                     pass  # its type is checked next, with the line
-        record_document(record, spec, f"{where} ({path}:{line})", count)  # refused unless skip_invalid_records
+        document = record_document(record, spec, f"{where} ({path}:{line})", count)  # refused unless skipped
+        texts += isinstance(document, Document) and bool(document.text.strip())
         count += 1
     if not count:
         raise CorpusError(f"{where}.path: file {str(path)!r} holds no records; give a file of JSON lines")
+    if not texts:
+        skipped = ", or the record skipped as invalid" if spec["skip_invalid_records"] else ""
+        raise CorpusError(
+            f"{where}.text_fields: none of the {count} records of {str(path)!r} has text in the fields read "
+            f"({spec['text_fields']}: each empty or whitespace{skipped}): the corpus would be empty before any "
+            "split; name the fields that hold the documents' text"
+        )
 
 
 CHECKED = Path(".snakemake") / "rankscale" / "checked_files.json"  # files found valid, by stamp (working directory)
+CHECKS = 2  # what `check` checks, as a version: 2 refuses a file whose texts are all empty
 
 
 def _stamp(path: Path, spec: Mapping[str, Any], fmt: str) -> str:
     """The file (where, size, modification time) and the settings its records were checked with."""
     stat = path.stat()
     reading = [spec.get(k) for k in ("text_fields", "list_separators", "skip_invalid_records")]
-    return hashlib.sha256(repr([str(path.resolve()), stat.st_size, stat.st_mtime_ns, fmt, reading]).encode()).hexdigest()
+    checks = CHECKS  # a file found valid by fewer checks is checked again
+    return hashlib.sha256(
+        repr([str(path.resolve()), stat.st_size, stat.st_mtime_ns, fmt, reading, checks]).encode()
+    ).hexdigest()
 
 
 def _checked() -> set[str]:
