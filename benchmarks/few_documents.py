@@ -24,6 +24,18 @@ differ, eps_dm ~ N(0, 0.06^2)) in place of the tokens' (eps_dm ~ N(0, 0.6^2 / n_
 allows for.
 
     python benchmarks/few_documents.py [--sims 1000] [--replicates 1000] [--repeat 1 2 4 8]
+
+Two studies of one piece each, without the rest of the path:
+
+- `--study sign-flip`: the test from the documents (`few_documents_test`, its floor of 20 effective documents
+  lifted) and chi^2 on exact laws whose documents are Gaussian with the counts' token counts, each document's
+  influence a_u = n_u (x_u - mean) / N with x_u ~ N(0, I n_u^(power - 2)) (`--power 1`: the mean of its tokens'
+  noise; 2: a document's own noise whatever its length): the share rejected at 5%.
+- `--study expansion`: the mean of `--documents` Normal values bootstrapped over them as the workflow does
+  (`replicate_totals`): coverage of the plain and of the expanded percentile interval (`interval(..., n_eff)`).
+
+    python benchmarks/few_documents.py --study sign-flip [--sims 2000] [--power 1 2] [--repeat 1]
+    python benchmarks/few_documents.py --study expansion [--sims 2000] [--documents 8]
 """
 
 from __future__ import annotations
@@ -126,6 +138,50 @@ def simulate(counts: np.ndarray, sims: int, replicates: int, seed: int, noise: s
                   pct("documents"))  # fmt: skip
 
 
+def weighted_documents(rng: np.random.Generator, tokens: np.ndarray, points: int,
+                       power: float = 1.0) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Each document's influence on the token-weighted mean of `points` quantities, a_u = n_u (x_u - mean) / N,
+    with x_u ~ N(0, I n_u^(power - 2)): power 1, the mean of n_u tokens' noise; 2, a document's own noise whatever
+    its length (Sum a_u = 0, and Sum a_u a_u^T is the bootstrap's V); and the mean itself."""
+    x = rng.standard_normal((len(tokens), points)) * np.sqrt(tokens ** (power - 2.0))[:, None]
+    mean = tokens @ x / tokens.sum()
+    return tokens[:, None] * (x - mean[None, :]) / tokens.sum(), mean
+
+
+def sign_flip_level(counts: np.ndarray, sims: int, power: float, seed: int) -> tuple[float, float]:
+    """Shares of exact laws (six sizes) rejected at 5% by the test from the documents, its floor lifted, and by
+    chi^2 on the documents' V, over `sims` Gaussian document sets (`weighted_documents`)."""
+    from rankscale.laws.few_documents import few_documents_test
+    from rankscale.laws.random_effects import lack_of_fit
+
+    rng = np.random.default_rng(seed)
+    tokens = np.asarray(counts, dtype=np.float64)
+    X = np.stack([np.ones(len(SIZES)), np.log(SIZES)], axis=1)
+    L = np.linalg.qr(X, mode="complete")[0][:, 2:]
+    rejected = chi2 = 0
+    for _ in range(sims):
+        a, mean = weighted_documents(rng, tokens, len(SIZES), power)
+        y = X @ np.array([1.0, -0.05]) + mean
+        rejected += few_documents_test(L, y, Documents(a, tokens), min_documents=0.0)[1] < 0.05
+        chi2 += lack_of_fit(X, y, a.T @ a)[2] < 0.05
+    return rejected / sims, chi2 / sims
+
+
+def expansion_coverage(documents: int, sims: int, replicates: int, seed: int) -> tuple[float, float]:
+    """Coverage of the true mean 0 by the plain and the expanded 95% percentile interval of the mean of
+    `documents` N(0, 1) values, bootstrapped over them (B `replicates`)."""
+    rng = np.random.default_rng(seed)
+    covered = {"plain": 0, "expanded": 0}
+    for i in range(sims):
+        values = rng.normal(0.0, 1.0, documents)
+        units = np.arange(documents)
+        reps = replicate_totals({"x": values}, units, documents, replicates, seed, "expanded", str(i))["x"] / documents
+        for key, n_eff in (("plain", math.inf), ("expanded", float(documents))):
+            low, high = interval(reps, LEVEL, n_eff=n_eff)
+            covered[key] += int(low <= 0.0 <= high)
+    return covered["plain"] / sims, covered["expanded"] / sims
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sims", type=int, default=1000)
@@ -133,7 +189,28 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, nargs="+", default=[1, 2, 4, 8], help="pydoc's counts repeated R times")
     parser.add_argument("--seed", type=int, default=20261127)
     parser.add_argument("--noise", choices=["tokens", "documents"], default="tokens")
+    parser.add_argument("--study", choices=["workflow", "sign-flip", "expansion"], default="workflow")
+    parser.add_argument("--power", type=float, nargs="+", default=[1.0, 2.0], help="sign-flip: documents' noise")
+    parser.add_argument("--documents", type=int, default=8, help="expansion: documents per sample")
     args = parser.parse_args()
+    se = lambda p: math.sqrt(p * (1.0 - p) / args.sims)  # noqa: E731
+    if args.study == "sign-flip":
+        print(f"{args.sims} Gaussian document sets a row, exact laws of six sizes; rejected at 5%")
+        print("| R | n_eff | power | from the documents (floor lifted) | chi^2 |")
+        print("| --- | --- | --- | --- | --- |")
+        for r in args.repeat:
+            counts = np.tile(PYDOC, r)
+            for power in args.power:
+                flip, chi2 = sign_flip_level(counts, args.sims, power, args.seed + r)
+                print(f"| {r} | {kish_documents(np.asarray(counts, dtype=np.float64)):.1f} | {power:g} "
+                      f"| {100 * flip:.1f} ± {100 * se(flip):.1f}% | {100 * chi2:.1f}% |", flush=True)  # fmt: skip
+        return
+    if args.study == "expansion":
+        plain, expanded = expansion_coverage(args.documents, args.sims, args.replicates, args.seed)
+        print(f"mean of {args.documents} Normal documents, {args.sims} samples, B = {args.replicates}: 95% interval "
+              f"covers {100 * plain:.1f} ± {100 * se(plain):.1f}% (plain percentile), "
+              f"{100 * expanded:.1f} ± {100 * se(expanded):.1f}% (expanded)")  # fmt: skip
+        return
     print(f"{args.sims} simulations per row, B = {args.replicates}, alpha = {ALPHA}, no size scatter (the null), "
           f"{args.noise}' noise")  # fmt: skip
     for r in args.repeat:

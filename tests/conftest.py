@@ -221,6 +221,37 @@ def assert_modes(work: Path, ladder: str, umask: int) -> None:
     assert checked > 50, checked
 
 
+# The slowest files first (.ci/run's seconds per file; benchmarks/RESULTS.md, the test suite): two workers take files
+# in this order (pyproject.toml: --dist loadfile --no-loadscope-reorder), so the last one to start is short. The
+# first builds the smoke run most files share, while the second runs test_pretrained, which needs none of it.
+SLOWEST_FIRST = (
+    "test_faults",
+    "test_pretrained",
+    "test_slurm",
+    "test_rerun",
+    "test_incremental",
+    "test_paper",
+    "test_seeds",
+    "test_training_axis",
+    "test_hardening",
+    "test_registries",
+    "test_run_dirs",
+    "test_single_models",
+    "test_module_import",
+    "test_sharing",
+    "test_errors",
+    "test_downloads",
+    "test_extract",
+    "test_fuzz_config",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the files in SLOWEST_FIRST's order, the others after them in their own (a stable sort)."""
+    order = {name: i for i, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: order.get(item.path.stem, len(order)))
+
+
 SMOKE_OUTPUT = "smoke-run.out"  # in the smoke run's directory: the run's stdout and stderr
 
 

@@ -334,7 +334,9 @@ def test_the_bos_model_is_scored_after_its_start_token(real_run: Path, real_toke
 
 @pytest.mark.slow
 def test_families_of_one_model_build_every_table_and_figure(real_run: Path) -> None:
-    from rankscale.tables import TABLES
+    from rankscale.tables import TABLES, read_table
+    from rankscale.tables.cross_family import NO_LAW_FAMILY
+    from rankscale.tables.selection import ONE_SIZE
     from tests.conftest import drawn_figures
 
     for name in TABLES:
@@ -345,6 +347,14 @@ def test_families_of_one_model_build_every_table_and_figure(real_run: Path) -> N
     metrics = pd.read_csv(real_run / "results/real/tables/metrics.csv")
     ce = metrics[metrics["metric"] == "ce"]
     assert set(ce["model"]) == {"smollm2", "tiny-bos"} and np.all(ce["ci_low"] < ce["ci_high"])
+    core = metrics[metrics["metric"].isin(["rbp", "ce"])]
+    assert np.isfinite(core[["value", "ci_low", "ci_high"]].to_numpy(float)).all()
+    assert (core["ci_low"] <= core["value"]).all() and (core["value"] <= core["ci_high"]).all()
+    # the law tables say why they have no law (every family holds one model), and no family has one to place against
+    for name in ("powerlaw_fits", "exponent_contrasts", "extrapolation", "emergence_laws"):
+        notes = read_table(real_run / f"results/real/tables/{name}.csv")["note"]
+        assert notes.eq(ONE_SIZE).any(), name
+    assert set(read_table(real_run / "results/real/tables/cross_family.csv")["note"]) == {NO_LAW_FAMILY}
 
 
 @pytest.mark.slow

@@ -2,7 +2,7 @@
 cross_family.csv places such a model (e.g. one pretrained model) against another family's law.
 
 The unit tests use synthetic summaries whose metrics follow planted laws exactly; the slow test runs the real
-workflow on a configuration whose every family holds one model, then on the ladder beside a one-model family.
+workflow on the ladder beside a one-model family (a run whose every family holds one model is test_pretrained's).
 """
 
 from __future__ import annotations
@@ -239,7 +239,6 @@ def test_figures_of_one_model_families_say_there_is_no_law(tmp_path: Path) -> No
 
 # the real workflow: every family one model, then the ladder beside a one-model family
 
-ONE_SIZE_TABLES = ("powerlaw_fits", "exponent_contrasts", "extrapolation", "emergence_laws")
 
 
 def small_config(sizes: list[dict[str, object]], models: list[dict[str, object]] | None = None) -> dict[str, object]:
@@ -277,32 +276,19 @@ def assert_everything_built(results: Path) -> None:
 
 
 @pytest.mark.slow
-def test_one_model_families_run_end_to_end(tmp_path: Path) -> None:
-    """Every family holds one model: each model gets its metrics with intervals, every table and figure is
-    built, and the law tables say why they have no law. Then the ladder with three sizes beside a one-model
-    family (the first run's model, larger than the ladder's): cross_family.csv places it against the ladder's law."""
+def test_a_one_model_family_beside_a_ladder_is_placed_against_its_law(smoke_run: Path, tmp_path: Path) -> None:
+    """The ladder with three sizes beside a one-model family (a model larger than the ladder's, with the smoke
+    ladder's tokenizer: a family and a tokenizer of its own): cross_family.csv places it against the ladder's law,
+    and every table and figure is built. A run whose every family holds one model is test_pretrained's real run
+    (test_families_of_one_model_build_every_table_and_figure)."""
     from tests.conftest import copy_workflow
+    from tests.test_errors import tiny_model_dir
 
     work = copy_workflow(tmp_path / "work")
-    largest = {"name": "solo-l2-d64", "layers": 2, "d_model": 64, "heads": 4}
-    results = run(work, small_config([largest]))
-    assert_everything_built(results)
-    metrics = read_table(results / "tables/metrics.csv")
-    assert set(metrics["model"]) == {"solo-l2-d64"}
-    core = metrics[metrics["metric"].isin(["rbp", "ce"])]
-    assert np.isfinite(core[["value", "ci_low", "ci_high"]].to_numpy(float)).all()
-    assert (core["ci_low"] <= core["value"]).all() and (core["value"] <= core["ci_high"]).all()
-    for name in ONE_SIZE_TABLES:
-        notes = read_table(results / f"tables/{name}.csv")["note"]
-        assert notes.eq(ONE_SIZE).any(), name
-    assert set(read_table(results / "tables/cross_family.csv")["note"]) == {NO_LAW_FAMILY}
-
-    # the mixed configuration: the one model, copied with its tokenizer, as a family of its own
-    ladder = next((work / "resources/ladder").iterdir())
-    solo = shutil.copytree(ladder / "models/solo-l2-d64", tmp_path / "solo")
+    ladder = next(p for p in (smoke_run / "resources/ladder").iterdir() if (p / "tokenizer").is_dir())
+    solo = tiny_model_dir(tmp_path / "solo", vocab_size=512, hidden_size=64, layers=2)  # S above smoke-c's
     for file in (ladder / "tokenizer").iterdir():
-        if not (solo / file.name).exists():
-            shutil.copy2(file, solo / file.name)
+        shutil.copy2(file, solo / file.name)
     sizes = [
         {"name": "smoke-a", "layers": 1, "d_model": 16, "heads": 2},
         {"name": "smoke-b", "layers": 2, "d_model": 24, "heads": 2},
@@ -310,6 +296,10 @@ def test_one_model_families_run_end_to_end(tmp_path: Path) -> None:
     ]
     results = run(work, small_config(sizes, [{"name": "solo", "family": "solo", "path": str(solo)}]))
     assert_everything_built(results)
+    metrics = read_table(results / "tables/metrics.csv")
+    core = metrics[(metrics["model"] == "solo") & metrics["metric"].isin(["rbp", "ce"])]
+    assert len(core) and np.isfinite(core[["value", "ci_low", "ci_high"]].to_numpy(float)).all()
+    assert (core["ci_low"] <= core["value"]).all() and (core["value"] <= core["ci_high"]).all()
     cross = read_table(results / "tables/cross_family.csv")
     assert set(cross["model"]) == {"solo"} and set(cross["law_family"]) == {"ladder"}
     assert set(cross["metric"]) == {"ce", "neg_log_rbp", "bpb"} and not cross["note"].fillna("").any()

@@ -8,10 +8,10 @@
    the context bins no target reaches left out, the kind stratum the kind table's.
 3. Laws planted per frequency bin (a different exponent each) are recovered through `summarize` and the
    strata tables, each within its interval, and their difference is found by the paired contrast.
-4. The intervals of a stratum's exponent cover the planted one at the nominal rate when tokens within a
-   document are correlated (each document's difficulty and gain with size, shared by every size): the
-   document bootstrap's do, a token bootstrap's would not (`python3 -m pytest -q -s tests/test_strata.py -k
-   cover` prints both coverages).
+4. A stratum's replicates resample documents: each is the dataset's document draw (`resample_counts`) times
+   the documents' own stratum sums, the brute-force per-document counts. How often the intervals of a stratum's
+   exponent then cover a planted one when tokens within a document are correlated (the document bootstrap's do,
+   a token bootstrap's would not) is a Monte Carlo study: benchmarks/strata_coverage.py (RESULTS.md).
 5. A family of one model still gets its strata rows with intervals, and note rows in the law tables.
 """
 
@@ -27,12 +27,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from rankscale.bootstrap import replicate_totals
+from rankscale.bootstrap import resample_counts
 from rankscale.identity import OWN_SHA
 from rankscale.laws import FORMS
 from rankscale.metrics import METRICS
 from rankscale.rankfile import RankArrays
-from rankscale.statistics import STRATIFIED, Totals
+from rankscale.statistics import Totals
 from rankscale.strata import (
     STRATA,
     StrataSettings,
@@ -43,13 +43,12 @@ from rankscale.strata import (
     context_lengths,
     frequency_ranks,
 )
-from rankscale.summary import ModelInfo, Resampling, Summary, SummarySettings, per_document, summarize
+from rankscale.summary import ModelInfo, Resampling, Summary, SummarySettings, summarize
 from rankscale.tables import Replicates, TableSettings, build_table
 from rankscale.tables.selection import ONE_SIZE
 from rankscale.tables.strata import strata_contrasts_table, strata_fits_table, stratum_rows
 from rankscale.token_kinds import KINDS
 from rankscale.windows import WindowSpec, plan_windows
-from tests.synthetic import summary as synthetic_summary
 
 POWER_LAW = FORMS["power_law"]
 LEVEL = 0.95
@@ -554,88 +553,31 @@ def test_the_strata_table_of_a_planted_family(planted) -> None:
         assert (np.diff(rows["value"].to_numpy()) > 0).all()  # RBP_1 grows with S in every bin
 
 
-# --- 4. coverage at the nominal rate ------------------------------------------------------------------------
-
-COVERAGE = Planted(alphas=(0.05, 0.10, 0.20), n_docs=60, per_doc=100, difficulty=0.25, gain=0.25, vocab=500)
-COVERAGE_STRATA = StrataSettings(["frequency"], {"frequency": FREQUENCY_EDGES}, [1])
-SIMULATIONS = {"documents": 200, "tokens": 50}  # a token bootstrap (one unit per token) costs far more
-COVERAGE_REPLICATES = {"documents": 400, "tokens": 200}
-USED = [*STRATIFIED, *(s.name for s in STRATIFIED.values())]  # what RBP_1 and CE read, of all tokens and by stratum
+# --- 4. a stratum's replicates resample documents -----------------------------------------------------------
 
 
-def simulate_fits(sim: int, units: tuple[str, ...] = ("documents", "tokens")) -> dict[str, pd.DataFrame]:
-    """One simulated family: its strata fits with the document bootstrap (summarize's per-document statistics
-    and replicate totals) and with a token bootstrap (the same, each token its own resampling unit)."""
-    rng = np.random.default_rng(1000 + sim)
-    target, bins, effects = COVERAGE.draw(rng)
-    arrays = [COVERAGE.rank_arrays(rng, S, target, bins, effects) for S in SIZES]
-    tokens = StrataTokens(target, arrays[0].doc, arrays[0].pos, PLANTED_WINDOWS, None)
-    strata, index = assign(COVERAGE_STRATA, tokens)
-    out = {}
-    for unit in units:
-        blocks = []  # (size, statistic, [units, ...])
-        for i, a in enumerate(arrays):
-            docs = a.doc if unit == "documents" else np.arange(a.rank.size, dtype=np.uint32)
-            _, stats = per_document(RankArrays(a.rank, a.logprob, docs, a.pos, a.target), [1], [], [],
-                                    (index, len(strata), [1]))  # fmt: skip
-            blocks += [(i, name, stats[name]) for name in USED]
-        # every statistic of every size in one matrix: one document draw per replicate for the whole family
-        # (paired, as summarize draws them), and one product per block of replicates
-        n_units = len(blocks[0][2])
-        matrix = np.concatenate([b.reshape(n_units, -1).astype(np.float64) for _, _, b in blocks], axis=1)
-        reps = replicate_totals({"all": matrix}, np.arange(n_units), n_units, COVERAGE_REPLICATES[unit], sim, "f", "d")
-        sums: list[dict[str, np.ndarray]] = [{} for _ in SIZES]
-        rep: list[dict[str, np.ndarray]] = [{} for _ in SIZES]
-        column = 0
-        for i, name, b in blocks:
-            width = b[0].size
-            sums[i][name] = b.sum(axis=0)
-            rep[i][name] = reps["all"][:, column : column + width].reshape(-1, *b.shape[1:])
-            column += width
-        summaries = [synthetic_summary(f"m{i}", S, sums[i], [1], strata_columns=strata, strata_k=[1])
-                     for i, S in enumerate(SIZES)]  # fmt: skip
-        totals = [Totals(r) for r in rep]
-        out[unit] = strata_fits_table(summaries, POWER_LAW, Replicates(summaries, totals), LEVEL, 0, sim)
-    return out
-
-
-@pytest.fixture(scope="module")
-def coverage() -> dict[str, dict[str, float]]:
-    """Per bootstrap unit and frequency bin, the share of 95% intervals of alpha that cover the planted alpha: the
-    table's (documents and the sizes' scatter), and beside it (`<unit> alone`) the one the resampled unit alone
-    gives, which is what tells the units apart."""
-    covered: dict[str, Counter[str]] = {key: Counter() for unit in SIMULATIONS for key in (unit, f"{unit} alone")}
-    for sim in range(max(SIMULATIONS.values())):
-        units = tuple(unit for unit, n in SIMULATIONS.items() if sim < n)
-        for unit, fits in simulate_fits(sim, units).items():
-            law = frequency_law(fits, "f")
-            for label, alpha in zip(bin_labels(FREQUENCY_EDGES), COVERAGE.alphas, strict=True):
-                covered[unit][label] += bool(law.loc[label, "alpha_ci_low"] <= alpha <= law.loc[label, "alpha_ci_high"])
-                alone = law.loc[label, "alpha_ci_low_documents"] <= alpha <= law.loc[label, "alpha_ci_high_documents"]
-                covered[f"{unit} alone"][label] += bool(alone)
-    out = {
-        key: {label: n / SIMULATIONS[key.split()[0]] for label, n in counts.items()} for key, counts in covered.items()
-    }
-    print(
-        f"\ncoverage of each frequency bin's planted alpha by 95% intervals ({SIMULATIONS} simulated families): {out}"
-    )
-    return out
-
-
-@pytest.mark.slow
-def test_document_bootstrap_intervals_cover_at_the_nominal_rate(coverage) -> None:
-    for label, share in coverage["documents"].items():
-        assert 0.88 <= share <= 0.99, (label, coverage)
-
-
-@pytest.mark.slow
-def test_a_token_bootstrap_would_undercover(coverage) -> None:
-    """Tokens of a document share its difficulty and gain: resampling tokens as if independent understates the
-    noise of every bin's exponent (the intervals of the resampled unit alone; the sizes' scatter, estimated
-    beside it, takes up part of what a token bootstrap misses)."""
-    tokens, documents = coverage["tokens alone"], coverage["documents alone"]
-    assert np.mean(list(tokens.values())) < 0.85, coverage
-    assert all(tokens[label] < documents[label] - 0.05 for label in tokens), coverage
+def test_every_strata_replicate_is_one_document_draw_of_the_documents_own_sums(partitioned) -> None:
+    """Every replicate's stratum sums are the dataset's document draw (`resample_counts(N, B, seed, dataset)`, the
+    one every stratum, the whole array and every model share) times the documents' own stratum sums, and those
+    are the brute-force per-document counts of each frequency stratum: exact integers. A token bootstrap, a
+    stratum drawn on a stream of its own (unpaired), or sums per token rather than per document fail it; how the
+    intervals then cover is benchmarks/strata_coverage.py's."""
+    summary, boot, arrays = partitioned["summary"], partitioned["boot"], partitioned["arrays"]
+    units, replicates = boot["units"], len(boot["rep_n"])
+    counts = np.concatenate(list(resample_counts(partitioned["corpus"].n_docs, replicates, 0, "d")))[:, units]
+    cols = columns_of(summary, "frequency")
+    row = np.searchsorted(units, arrays.doc)  # each token's document among those that score a target
+    stratum = brute_bin(brute_frequency_ranks(arrays.target), PARTITION.bins["frequency"])
+    n = np.zeros((len(units), len(cols)))
+    np.add.at(n, (row, stratum), 1.0)
+    np.testing.assert_array_equal(boot["doc_strata_n"][:, cols], n)
+    for j, k in enumerate(summary.strata_k):
+        hits = np.zeros((len(units), len(cols)))
+        np.add.at(hits, (row, stratum), (arrays.rank <= k).astype(np.float64))
+        np.testing.assert_array_equal(boot["doc_strata_hits"][:, cols, j], hits)
+    np.testing.assert_array_equal(boot["rep_strata_n"], counts @ boot["doc_strata_n"])
+    np.testing.assert_array_equal(boot["rep_strata_hits"], np.einsum("bd,dsk->bsk", counts, boot["doc_strata_hits"]))
+    np.testing.assert_array_equal(boot["rep_n"], counts @ boot["doc_n"])  # the whole array: the same draw
 
 
 # --- 5. a family of one model -------------------------------------------------------------------------------

@@ -17,11 +17,28 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rankscale.config import SCHEMA_PATH, ConfigError
+from rankscale.downloads import hub_downloads
+from rankscale.plan import (
+    corpus_spec,
+    figure_settings,
+    run_checkpoints,
+    summary_settings,
+    table_settings,
+    tokenize_source,
+    tokenizer_params,
+    tokenizer_sources,
+    training_params,
+    trajectory_settings,
+    unpinned,
+)
 from rankscale.plan.errors import error_lines, shown
 from rankscale.plan.overrides import parse_overrides
 from rankscale.plan.prepare import REFUSED, Loaded, Prepared, load_like_snakemake, prepare, refusal, run_notes
+from rankscale.plots import FIGURES
+from rankscale.tables import TABLES
 
 DEFAULT_CONFIG = SCHEMA_PATH.parents[2] / "config" / "config.yaml"  # the Snakefile's `configfile:`
 SHOWN_NAMES = 6  # models named in the summary before `…`
@@ -78,9 +95,38 @@ def check(files: Sequence[Path], config_args: Sequence[str], default: Path) -> C
             prepared = prepare(loaded.config, loaded.config_files, files, default, overrides)
         except REFUSED as exc:
             return Checked(refusal(exc, files, default, loaded.extends_default, overrides).splitlines())
+    rule_settings(loaded.config, prepared)
     notes = run_notes(loaded.config, prepared, files, default, loaded.extends_default, overrides)
     warned = [f"warning: {w.message}" for w in caught if issubclass(w.category, UserWarning)]
     return Checked([], [f"rankscale: {line}" for line in [*notes, *warned]], summary(loaded, prepared))
+
+
+def rule_settings(config: dict[str, Any], prepared: Prepared) -> None:
+    """Every setting the rules compute from an accepted plan (workflow/rules/*.smk): none of it may fail, so a
+    configuration that passes the check cannot stop a run later (tests/test_fuzz_config.py fuzzes this)."""
+    plans = prepared.plans
+    unpinned(config, plans)
+    for tok, source in tokenizer_sources(plans).items():
+        tokenize_source(plans, tok)
+        tokenizer_params(source, tok)
+    hub_downloads(plans)
+    summary_settings(config)
+    trajectory_settings(config)
+    models, datasets = list(plans), sorted(config["datasets"])
+    for dataset in datasets:
+        corpus_spec(config, dataset)
+        for model in models:
+            prepared.layout.ranks(model, dataset)
+            prepared.layout.summary(model, dataset)
+    for table in TABLES:
+        table_settings(config, table)
+    for figure in FIGURES:
+        figure_settings(config, figure, datasets, models)
+    if config.get("ladder"):
+        run_checkpoints(config)
+        for plan in plans.values():
+            if plan.ladder:
+                training_params(config, plan)
 
 
 def summary(loaded: Loaded, prepared: Prepared) -> list[str]:
