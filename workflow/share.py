@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # the package, installed or not
 
-from rankscale.share import main
+from rankscale.share_cli import main
 
 if __name__ == "__main__":
     sys.exit(main())
