@@ -14,7 +14,8 @@ from rankscale.dvc_stages import Stage, merge, read_stages, stage_configs
 from rankscale.formats import RANK_FORMAT
 from rankscale.layout import Layout
 from rankscale.plan import build_plan, ladder_dir, layout
-from rankscale.share import ShareError, dvc_stages, load_config, main, sidecar_mismatches, write_dvc_yaml
+from rankscale.share import ShareError, dvc_stages, load_config, sidecar_mismatches, write_dvc_yaml
+from rankscale.share_cli import main
 from tests.conftest import REPO
 
 SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())

@@ -1,5 +1,5 @@
-"""A study of local files travels: two clones at different paths, their data files at different absolute paths,
-one DVC remote. The colleague's pull verifies every rank array and plans no corpus, tokenization or extraction,
+"""A study of local files travels: two clones under different parents, their data files at different absolute
+paths, one DVC remote recorded by the researcher (`share.py remote`). The colleague's pull verifies every rank array and plans no corpus, tokenization or extraction,
 because a local dataset, a `path:` model and its tokenizer are keyed by content, not by where they live."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def study(data: dict[str, Path]) -> dict:
 
 
 def test_a_study_moved_elsewhere_pulls_and_plans_no_extraction(tmp_path: Path) -> None:
-    researcher = copy_workflow(tmp_path / "researcher")
+    researcher = copy_workflow(tmp_path / "a/researcher")
     for name in PROJECT_FILES:
         (researcher / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, researcher / name)
@@ -90,13 +90,15 @@ def test_a_study_moved_elsewhere_pulls_and_plans_no_extraction(tmp_path: Path) -
     sh(researcher, "git", "init", "-q", "-b", "main")
     sh(researcher, *git, "add", "-A")
     sh(researcher, *git, "commit", "-q", "-m", "study")
+    sh(researcher, sys.executable, "workflow/share.py", "remote", tmp_path / "remote")
     sh(researcher, sys.executable, "workflow/share.py", "track", "--configfile", "config/study.yaml")
-    sh(researcher, *git, "add", "dvc.yaml", "dvc.lock")
+    sh(researcher, *git, "add", "dvc.yaml", "dvc.lock", ".dvc/config")
     sh(researcher, *git, "commit", "-q", "-m", "track")
-    sh(researcher, sys.executable, "-m", "dvc", "push", "-q")
+    sh(researcher, sys.executable, "workflow/share.py", "push", "--configfile", "config/study.yaml")
 
-    # the colleague: another clone directory, the same files under other absolute paths and folder names
-    colleague = tmp_path / "colleague"
+    # the colleague: a clone under another parent, the same files under other absolute paths and folder names
+    colleague = tmp_path / "b/c/colleague"
+    colleague.parent.mkdir(parents=True)
     sh(tmp_path, "git", "clone", "-q", researcher, colleague)
     elsewhere = tmp_path / "machine-b" / "shared" / "copy"
     shutil.copytree(tmp_path / "machine-a" / "data", elsewhere)

@@ -1,8 +1,10 @@
 """Adding a model, and sharing rank arrays through DVC: real Snakemake, DVC, git and sshd runs.
 
-One scenario in order, on the smoke configuration: a researcher's repository tracks a finished
-run and pushes it to the default (local directory) remote; adds a model; a colleague clones,
-pulls and plans no training or extraction; the same round trip over SSH to a real sshd.
+One scenario in order, on the smoke configuration: a researcher's repository (tmp/a/researcher) records
+a remote directory both clones reach (`share.py remote`), tracks a finished run and pushes it; adds a
+model; a colleague whose clone has another parent (tmp/b/c/colleague) pulls, plans no training or
+extraction and makes the same tables byte for byte; a clone pointed at an empty or missing remote is
+told so; the same round trip over SSH to a real sshd.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def dvc(cwd: Path, *args: str | Path) -> str:
     return sh(cwd, sys.executable, "-m", "dvc", *args)
 
 
-def share(cwd: Path, *args: str) -> str:
+def share(cwd: Path, *args: str | Path) -> str:
     return sh(cwd, sys.executable, "workflow/share.py", *args)
 
 
@@ -119,9 +121,10 @@ def backdate(root: Path, patterns: tuple[str, ...], seconds: float = 3600) -> No
 
 @pytest.fixture(scope="module")
 def project(smoke_run: Path, tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
-    """The researcher: the finished smoke run as a git + DVC repository, tracked and pushed."""
+    """The researcher: the finished smoke run as a git + DVC repository, its remote recorded, tracked and pushed."""
     base = tmp_path_factory.mktemp("share")
-    repo = copy_run(smoke_run, base / "researcher")
+    repo = copy_run(smoke_run, base / "a/researcher")
+    remote = base / "remote"  # neither clone's neighbour: reached only because it is recorded as one place
     for name in PROJECT_FILES:
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, repo / name)
@@ -132,13 +135,12 @@ def project(smoke_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Simple
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "smoke workflow")
     before = file_states(repo, *UPSTREAM)
+    share(repo, "remote", remote)
     share(repo, "track", *CONFIG)
-    git(repo, "add", "dvc.yaml", "dvc.lock")
+    git(repo, "add", "dvc.yaml", "dvc.lock", ".dvc/config")
     git(repo, "commit", "-q", "-m", "track smoke run")
-    dvc(repo, "push", "-q")
-    return SimpleNamespace(
-        repo=repo, remote=base / "rankscale-dvc-remote", before=before, after=file_states(repo, *UPSTREAM)
-    )
+    pushed = share(repo, "push", *CONFIG)
+    return SimpleNamespace(repo=repo, remote=remote, pushed=pushed, before=before, after=file_states(repo, *UPSTREAM))
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +156,7 @@ def grown(project: SimpleNamespace) -> SimpleNamespace:
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
     after = file_states(repo, *UPSTREAM)
     share(repo, "track", *CONFIG)
-    dvc(repo, "push", "-q")
+    share(repo, "push", *CONFIG)
     git(repo, "add", "config/smoke.yaml", "dvc.yaml", "dvc.lock")
     git(repo, "commit", "-q", "-m", "add smoke-d")
     return SimpleNamespace(
@@ -175,6 +177,11 @@ def test_tracking_leaves_the_workspace_alone(project):
     shared = {"corpus", "ladder", f"tokens-{LADDER_TOK}"}
     assert set(lock_stages(project.repo)) == shared | {f"model-{m}" for m in MODELS}
     assert not git(project.repo, "status", "--porcelain"), "track must not leave files for git"
+
+
+def test_push_says_where_it_went(project):
+    assert project.pushed.splitlines()[0] == f"remote 'shared': {project.remote} (set in .dvc/config)"
+    assert remote_objects(project.remote) >= {s["outs"][0]["md5"] for s in lock_stages(project.repo).values()}
 
 
 def test_adding_a_model_plans_only_that_model(grown):
@@ -211,18 +218,29 @@ def test_adding_a_model_adds_and_pushes_only_its_data(grown, project):
 
 @pytest.fixture(scope="module")
 def colleague(grown, project: SimpleNamespace) -> SimpleNamespace:
-    """A fresh clone: dvc pull, a later checkout (code newer than data), then restore."""
-    clone = project.repo.parent / "colleague"
-    git(project.repo.parent, "clone", "-q", project.repo, clone)
-    dvc(clone, "pull", "-q")
-    backdate(clone, UPSTREAM)
-    backdate(clone, ("results/tokens/**/*",), seconds=60)  # DVC happened to write the token files last
-    without_restore = planned_jobs(clone, *CONFIG)
-    share(clone, "restore", *CONFIG)
+    """A fresh clone under another parent than the researcher's: `share.py pull` from the remote .dvc/config
+    records, then the tables. Before them, a copy of the clone as a plain `dvc pull` and a later checkout leave
+    it (no Snakemake metadata, code newer than data, token files written last) shows what `restore` is for."""
+    clone = project.repo.parents[1] / "b/c/colleague"
+    clone.parent.mkdir(parents=True)
+    git(project.repo.parents[1], "clone", "-q", project.repo, clone)
+    pulled = share(clone, "pull", *CONFIG)
     plan = planned_jobs(clone, *CONFIG)
+    unrestored = copy_run(clone, project.repo.parents[1] / "b/unrestored")
+    shutil.rmtree(unrestored / ".snakemake")
+    backdate(unrestored, UPSTREAM)
+    backdate(unrestored, ("results/tokens/**/*",), seconds=60)  # DVC happened to write the token files last
+    without_restore = planned_jobs(unrestored, *CONFIG)
+    share(unrestored, "restore", *CONFIG)
+    restored = planned_jobs(unrestored, *CONFIG)
     result = snakemake(clone, "--cores", "2", *TABLE_TARGETS, *CONFIG)  # the plan above checks every job
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
-    return SimpleNamespace(clone=clone, without_restore=without_restore, plan=plan)
+    return SimpleNamespace(clone=clone, pulled=pulled, plan=plan, without_restore=without_restore, restored=restored)
+
+
+def test_fresh_clone_elsewhere_pulls_from_the_recorded_remote(colleague, project):
+    assert colleague.pulled.splitlines()[0] == f"remote 'shared': {project.remote} (set in .dvc/config)"
+    assert f"{len(MODELS + ['smoke-d']) * len(DATASETS)} rank arrays verified" in colleague.pulled
 
 
 def test_fresh_clone_without_restore_would_recompute(colleague):
@@ -234,6 +252,7 @@ def test_fresh_clone_without_restore_would_recompute(colleague):
 
 def test_fresh_clone_plans_no_training_or_extraction(colleague):
     assert colleague.plan == analysis_jobs([*MODELS, "smoke-d"])
+    assert colleague.restored == colleague.plan  # `restore` after a plain `dvc pull`, files in the worst order
 
 
 def test_fresh_clone_reproduces_tables_byte_for_byte(colleague, project):
@@ -266,6 +285,31 @@ def test_restore_recomputes_arrays_the_config_does_not_describe(colleague, tmp_p
     plan = planned_jobs(clone, "--configfile", "config/other.yaml")
     expected = [job_key("extract", model=m, dataset=d) for m in [*MODELS, "smoke-d"] for d in DATASETS]
     assert extraction_or_training(plan) == sorted(expected)
+
+
+@pytest.mark.parametrize(("kind", "said"), [("empty", "is empty"), ("missing", "does not exist")])
+def test_pull_from_a_remote_without_the_arrays_says_where_and_what_to_run(project, tmp_path, kind, said):
+    """A clone pointed at the wrong place: one line names it, one says what it holds and the command that fixes
+    it, one is DVC's own; no traceback, nothing pulled."""
+    clone = tmp_path / "elsewhere/clone"
+    clone.parent.mkdir()
+    git(clone.parent, "clone", "-q", project.repo, clone)
+    place = tmp_path / "remote"
+    if kind == "empty":
+        place.mkdir()
+    dvc(clone, "remote", "modify", "--local", "shared", "url", place)
+    result = subprocess.run(
+        [sys.executable, "workflow/share.py", "pull", *CONFIG], cwd=clone, env=ENV, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout == f"remote 'shared': {place} (set in .dvc/config.local, this clone only)\n"
+    error, dvc_said = result.stderr.splitlines()
+    assert error.startswith(f"error: `dvc pull` failed: remote 'shared' at {place} {said}. Point this clone at ")
+    assert "`python workflow/share.py remote DIR_OR_URL`" in error
+    assert "`python workflow/share.py push --configfile config/smoke.yaml`" in error
+    assert dvc_said.startswith("DVC: ERROR: failed to pull data from the cloud")
+    assert not list(clone.glob("results/ranks/**/*.npz")) and place.exists() == (kind == "empty")
 
 
 # --- the same round trip over SSH, to a real sshd on the loopback interface ---
@@ -351,13 +395,14 @@ def test_ssh_remote_round_trip(grown, project, sshd, tmp_path):
     remote = tmp_path / "ssh-remote"
     add_ssh_remote(project.repo, sshd, remote)
     assert str(sshd.keyfile) not in (project.repo / ".dvc/config").read_text()
-    dvc(project.repo, "push", "-q", "-r", "ssh")
+    share(project.repo, "push", "-r", "ssh", *CONFIG)
     assert remote_objects(remote) == remote_objects(project.remote), "push over SSH sent a different set of objects"
 
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", project.repo, clone)
     add_ssh_remote(clone, sshd, remote)
-    share(clone, "pull", "-r", "ssh", *CONFIG)
+    pulled = share(clone, "pull", "-r", "ssh", *CONFIG)
+    assert pulled.splitlines()[0] == f"remote 'ssh': ssh://127.0.0.1:{sshd.port}{remote} (set in .dvc/config)"
     assert planned_jobs(clone, *CONFIG) == analysis_jobs([*MODELS, "smoke-d"])
     pulled = file_states(clone, "results/ranks/**/*", f"{LADDER}/models/**/*")
     ours = file_states(project.repo, "results/ranks/**/*", f"{LADDER}/models/**/*")
