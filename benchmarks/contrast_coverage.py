@@ -20,7 +20,7 @@ one with many sizes: two laws of unlike designs (a line and a parabola in x) ove
 N(0, 0.02^2) correlated 0.5 between the laws, size deviations of SD 0.05 correlated rho; the mean and SD of the
 estimates over `--sims` pairs per planted rho.
 
-    python benchmarks/contrast_coverage.py --recovery [--sims 40] [--sizes 80] [--rho -0.5 0 0.6 0.95]
+    python benchmarks/contrast_coverage.py --recovery [--sims 40] [--sizes 80] [--rho 0 0.5 0.9]
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -197,9 +198,11 @@ def test_the_design_of_a_nonlinear_form_is_its_jacobian() -> None:
     np.testing.assert_allclose(design[:, names.index("E")], 1 / predicted, rtol=1e-5)
 
 
-def _pivot_solved_by_hand(L: np.ndarray, y: np.ndarray, V: np.ndarray, K: np.ndarray):
-    """Q(t) = z^T (A + t B)^-1 z straight from its definition, and R(w) solving Q(R) = w by bisection (0 where w >=
-    Q(0)): the generalized pivot without TauPivot's joint diagonalisation, table or Newton steps."""
+def _pivot_solved_by_hand(
+    L: np.ndarray, y: np.ndarray, V: np.ndarray, K: np.ndarray
+) -> tuple[Callable[[float], float], Callable[[float], float]]:
+    """Q(t) = z^T (A + t B)^-1 z straight from its definition, and R(w) solving Q(R) = w by Brent's method (0 where
+    w >= Q(0)): the generalized pivot without TauPivot's joint diagonalisation, table or Newton steps."""
     A, B, z = L.T @ V @ L, L.T @ K @ L, L.T @ y
 
     def q(t: float) -> float:
@@ -216,10 +219,13 @@ def _pivot_solved_by_hand(L: np.ndarray, y: np.ndarray, V: np.ndarray, K: np.nda
     return q, solve
 
 
-def _mixture_coverage(half: float, a: float, b: float, q0: float, solve, dof: int) -> float:
+def _mixture_coverage(half: float, a: float, b: float, q0: float, solve: Callable[[float], float], dof: int) -> float:
     """P(|X| <= half) for X ~ N(0, a + b R(W)), W ~ chi^2_dof, by adaptive quadrature over W (R = 0 from Q(0) on)."""
-    inside = integrate.quad(lambda w: (1.0 - 2.0 * special.ndtr(-half / np.sqrt(a + b * solve(w)))) * stats.chi2.pdf(w, dof),
-                            0.0, q0, limit=200)[0]  # fmt: skip
+
+    def covered(w: float) -> float:
+        return float((1.0 - 2.0 * special.ndtr(-half / np.sqrt(a + b * solve(w)))) * stats.chi2.pdf(w, dof))
+
+    inside = integrate.quad(covered, 0.0, q0, limit=200)[0]
     return inside + (1.0 - 2.0 * special.ndtr(-half / np.sqrt(a))) * float(stats.chi2.sf(q0, dof))
 
 
