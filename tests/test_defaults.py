@@ -23,6 +23,7 @@ CODE = sorted([*(REPO / "src/rankscale").rglob("*.py"), *(REPO / "workflow").rgl
 # short, and say why each is not a setting.
 NOT_SETTINGS = {
     ("src/rankscale/logs.py", "level"): "a logging level, not analysis.bootstrap.level",
+    ("src/rankscale/remote.py", "name"): "a DVC remote's name (`share.py push -r`), not a model's `name`; None: DVC's default",
     **{
         ("src/rankscale/plots/common.py", key): (
             "FigureSettings: None (or empty) marks a setting the figure does not declare, and `get` refuses to read "

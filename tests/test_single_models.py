@@ -241,20 +241,6 @@ def test_figures_of_one_model_families_say_there_is_no_law(tmp_path: Path) -> No
 
 
 
-def small_config(sizes: list[dict[str, object]], models: list[dict[str, object]] | None = None) -> dict[str, object]:
-    """The smoke configuration's ladder with `sizes`, no checkpoints, one small dataset (and `models`)."""
-    from tests.conftest import REPO
-
-    config = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
-    config["ladder"]["sizes"] = sizes
-    config["ladder"]["train"]["checkpoints"] = []
-    config["datasets"] = {"humaneval": {"source": "packaged", "name": "humaneval", "max_documents": 30}}
-    config["analysis"]["bootstrap"] = {"replicates": 200}
-    if models:
-        config["models"] = models
-    return config
-
-
 def run(work: Path, config: dict[str, object]) -> Path:
     from tests.conftest import snakemake
 
@@ -277,24 +263,24 @@ def assert_everything_built(results: Path) -> None:
 
 @pytest.mark.slow
 def test_a_one_model_family_beside_a_ladder_is_placed_against_its_law(smoke_run: Path, tmp_path: Path) -> None:
-    """The ladder with three sizes beside a one-model family (a model larger than the ladder's, with the smoke
-    ladder's tokenizer: a family and a tokenizer of its own): cross_family.csv places it against the ladder's law,
-    and every table and figure is built. A run whose every family holds one model is test_pretrained's real run
-    (test_families_of_one_model_build_every_table_and_figure)."""
-    from tests.conftest import copy_workflow
+    """The smoke study's ladder (three sizes, already trained and scored in the copied run) beside a one-model family
+    (a model larger than the ladder's, with the ladder's tokenizer: a family and a tokenizer of its own):
+    cross_family.csv places it against the ladder's law, and every table and figure is built. A run whose every
+    family holds one model is test_pretrained's real run (test_families_of_one_model_build_every_table_and_figure)."""
+    from tests.conftest import REPO, copy_run
     from tests.test_errors import tiny_model_dir
 
-    work = copy_workflow(tmp_path / "work")
-    ladder = next(p for p in (smoke_run / "resources/ladder").iterdir() if (p / "tokenizer").is_dir())
-    solo = tiny_model_dir(tmp_path / "solo", vocab_size=512, hidden_size=64, layers=2)  # S above smoke-c's
+    work = copy_run(smoke_run, tmp_path / "work")
+    ladder = next(p for p in (work / "resources/ladder").iterdir() if (p / "tokenizer").is_dir())
+    solo = tiny_model_dir(tmp_path / "solo", vocab_size=512, hidden_size=128, layers=2)  # S above smoke-c's
     for file in (ladder / "tokenizer").iterdir():
         shutil.copy2(file, solo / file.name)
-    sizes = [
-        {"name": "smoke-a", "layers": 1, "d_model": 16, "heads": 2},
-        {"name": "smoke-b", "layers": 2, "d_model": 24, "heads": 2},
-        {"name": "smoke-c", "layers": 2, "d_model": 32, "heads": 2},
-    ]
-    results = run(work, small_config(sizes, [{"name": "solo", "family": "solo", "path": str(solo)}]))
+    config = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+    config["models"] = [{"name": "solo", "family": "solo", "path": str(solo)}]
+    scored = {path: path.stat().st_mtime_ns for path in (work / "results/ranks").glob("*/*.npz")}
+    results = run(work, config)
+    assert {path: path.stat().st_mtime_ns for path in scored} == scored, "the ladder's arrays were not reused"
+    assert {p.parent.name for p in (work / "results/ranks").glob("*/*.npz")} == {"smoke-a", "smoke-b", "smoke-c", "solo"}
     assert_everything_built(results)
     metrics = read_table(results / "tables/metrics.csv")
     core = metrics[(metrics["model"] == "solo") & metrics["metric"].isin(["rbp", "ce"])]
