@@ -25,23 +25,12 @@ SMOKE = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
 LADDER = ladder_dir(SMOKE)  # the smoke configuration's ladder directory
 
 
-def tiny_model_dir(
-    path: Path,
-    vocab_size: int = 64,
-    pickle: bool = False,
-    remote_code: bool = False,
-    hidden_size: int = 16,
-    layers: int = 1,
-) -> Path:
+def tiny_model_dir(path: Path, vocab_size: int = 64, pickle: bool = False, remote_code: bool = False) -> Path:
     """A tiny randomly initialised GPT-NeoX checkpoint written by save_pretrained."""
     from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
 
     config = GPTNeoXConfig(
-        vocab_size=vocab_size,
-        hidden_size=hidden_size,
-        num_hidden_layers=layers,
-        num_attention_heads=2,
-        intermediate_size=2 * hidden_size,
+        vocab_size=vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
     )
     model = GPTNeoXForCausalLM(config)
     model.save_pretrained(str(path))

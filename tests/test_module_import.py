@@ -1,9 +1,10 @@
 """rankscale imported as a Snakemake module into a user's own pipeline (docs/pipelines.md).
 
 The user's Snakefile lives in a directory of its own, names this checkout's workflow/Snakefile in `module`,
-renames every rule with `use rule * from rankscale as rankscale_*`, adds a rule of its own that reads a table,
-and calls rankscale's `onsuccess` from its own. The smoke configuration run that way must give the tables of a
-direct run byte for byte, and the run's manifest and array index.
+renames every rule with `use rule * from rankscale as rankscale_*`, adds a rule of its own that reads every table
+(the figures are drawn by the direct runs' tests), and calls rankscale's `onsuccess` from its own. The smoke
+configuration run that way must give the tables of a direct run byte for byte, and the run's manifest and array
+index.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ use rule * from rankscale as rankscale_*
 rule count_laws:
     input:
         fits="results/smoke/tables/powerlaw_fits.csv",
-        everything=rules.rankscale_all.input,
+        tables=[path for path in rules.rankscale_all.input if path.endswith(".csv")],  # every table (no figures)
     output:
         "laws.txt",
     run:

@@ -263,19 +263,28 @@ def assert_everything_built(results: Path) -> None:
 
 @pytest.mark.slow
 def test_a_one_model_family_beside_a_ladder_is_placed_against_its_law(smoke_run: Path, tmp_path: Path) -> None:
-    """The smoke study's ladder (three sizes, already trained and scored in the copied run) beside a one-model family
-    (a model larger than the ladder's, with the ladder's tokenizer: a family and a tokenizer of its own):
-    cross_family.csv places it against the ladder's law, and every table and figure is built. A run whose every
-    family holds one model is test_pretrained's real run (test_families_of_one_model_build_every_table_and_figure)."""
-    from tests.conftest import REPO, copy_run
-    from tests.test_errors import tiny_model_dir
+    """The smoke study's ladder (three sizes, already trained and scored in the copied run) beside a one-model family:
+    a fourth ladder size trained alone and moved out with the ladder's tokenizer, a family and a tokenizer of its own,
+    larger than the ladder's models. cross_family.csv places it against the ladder's law, and every table and figure
+    is built. A run whose every family holds one model is test_pretrained's real run
+    (test_families_of_one_model_build_every_table_and_figure)."""
+    from rankscale.plan import ladder_dir
+    from tests.conftest import REPO, copy_run, snakemake
 
     work = copy_run(smoke_run, tmp_path / "work")
-    ladder = next(p for p in (work / "resources/ladder").iterdir() if (p / "tokenizer").is_dir())
-    solo = tiny_model_dir(tmp_path / "solo", vocab_size=512, hidden_size=128, layers=2)  # S above smoke-c's
-    for file in (ladder / "tokenizer").iterdir():
-        shutil.copy2(file, solo / file.name)
     config = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+    bigger = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+    bigger["ladder"]["sizes"].append({"name": "solo-l2-d128", "layers": 2, "d_model": 128, "heads": 4})
+    (work / "bigger.yaml").write_text(yaml.safe_dump(bigger))
+    ladder = work / ladder_dir(bigger)
+    assert ladder_dir(bigger) == ladder_dir(config)  # sizes do not make a ladder of their own
+    result = snakemake(work, str(ladder.relative_to(work) / "models/solo-l2-d128"), "--cores", "2",
+                       "--configfile", "bigger.yaml")  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    solo = shutil.copytree(ladder / "models/solo-l2-d128", tmp_path / "solo")
+    for file in (ladder / "tokenizer").iterdir():
+        if not (solo / file.name).exists():
+            shutil.copy2(file, solo / file.name)
     config["models"] = [{"name": "solo", "family": "solo", "path": str(solo)}]
     scored = {path: path.stat().st_mtime_ns for path in (work / "results/ranks").glob("*/*.npz")}
     results = run(work, config)
