@@ -104,12 +104,13 @@ def test_lack_of_fit_is_hotellings_t2_of_the_residual_coordinates() -> None:
     A = rng.standard_normal((6, 6))
     V = A @ A.T / 6 + 0.1 * np.eye(6)
     y = X @ np.array([1.0, -0.05]) + rng.standard_normal(6) * 0.3
-    q, dof, p = lack_of_fit(X, y, V, documents_df=9.0)
+    found = lack_of_fit(X, y, V, documents_df=29.0)
     L = np.linalg.qr(X, mode="complete")[0][:, 2:]
     z = L.T @ y
-    assert q == pytest.approx(float(z @ np.linalg.solve(L.T @ V @ L, z)), rel=1e-9)
-    assert dof == 4 and p == pytest.approx(stats.f.sf(q * 6 / 36, 4, 6), rel=1e-9)
-    assert lack_of_fit(X, y, V)[2] == pytest.approx(stats.chi2.sf(q, 4), rel=1e-9)
+    assert found.q == pytest.approx(float(z @ np.linalg.solve(L.T @ V @ L, z)), rel=1e-9)
+    assert found.df == 4 and found.p == pytest.approx(stats.f.sf(found.q * 26 / (29 * 4), 4, 26), rel=1e-9)
+    assert found.n_eff == 30.0
+    assert lack_of_fit(X, y, V).p == pytest.approx(stats.chi2.sf(found.q, 4), rel=1e-9)
 
 
 def test_noise_reads_the_fewest_effective_documents_of_its_rows() -> None:

@@ -195,12 +195,13 @@ def test_landing_page_shows_what_the_run_found_and_what_produced_it(browser, rep
                 close_to(s, law[c]) for s, c in zip(alpha, ("alpha", "alpha_ci_low", "alpha_ci_high"), strict=True)
             ] == [True] * 3
             assert close_to(row.locator(f"td.{name}-r2").inner_text(), law["r2"])
-            shown_lof = numbers(row.locator(f"td.{name}-lof").inner_text())
+            lof_text = row.locator(f"td.{name}-lof").inner_text()
+            shown_lof = numbers(lof_text)
             assert close_to(shown_lof[0], law["lof_q"]) and close_to(shown_lof[1], law["lof_df"])
             if pd.notna(law["lof_p"]):  # under 20 effective documents the lack of fit is not testable: no p
                 assert len(shown_lof) == 3 and close_to(shown_lof[2], law["lof_p"], 2)
-            else:
-                assert len(shown_lof) == 2
+            else:  # it says so, with the documents' effective number
+                assert "not testable" in lof_text and shown_lof[2:] == [f"{law['lof_n_eff']:.1f}", "20"], lof_text
         pair = contrasts[(contrasts["family"] == family) & (contrasts["dataset"] == dataset)
                          & (contrasts["metric"] == "neg_log_rbp") & (contrasts["k"] == 1)
                          & (contrasts["versus"] == "ce") & contrasts["versus_k"].isna()].iloc[0]  # fmt: skip

@@ -15,7 +15,7 @@ from rankscale.manifest import report_totals
 from rankscale.plots import FIGURES
 from rankscale.report.captions import LITERAL
 from rankscale.report.captions import rst as caption_rst
-from rankscale.report.landing import headlines, landing_rst, one_model_lines
+from rankscale.report.landing import Law, headlines, landing_rst, one_model_lines
 from rankscale.report.pages import empty_reason, number, page
 from rankscale.sections import SECTIONS, subcategory
 from rankscale.tables import TABLES
@@ -63,6 +63,18 @@ def fits_row(family: str, dataset: str, metric: str, k: int | None, alpha: float
     return {"family": family, "dataset": dataset, "metric": metric, "k": k, "n_models": n, "alpha": alpha,
             "alpha_ci_low": alpha - 0.01, "alpha_ci_high": alpha + 0.02, "r2": 0.9, "lof_q": 4.0, "lof_df": 1.0,
             "lof_p": 0.045, "noise": "documents+sizes", "note": note}  # fmt: skip
+
+
+def test_a_law_under_the_floor_says_it_is_not_testable() -> None:
+    """pydoc's laws (6.6 effective documents) have Q and no p: the cell says why, with n_eff, instead of "p = "."""
+    pydoc = Law.of(pd.Series({**fits_row("f", "pydoc", "ce", None, 0.04), "lof_p": math.nan, "lof_n_eff": 6.5722}))
+    cell = pydoc.cells("ce")
+    assert "Q = 4 on 1 df<br>not testable (n_eff 6.6 &lt; 20)" in cell and "p =" not in cell
+    tested = Law.of(pd.Series({**fits_row("f", "humaneval", "ce", None, 0.04), "lof_n_eff": 132.4}))
+    assert "Q = 4 on 1 df<br>p = 0.045" in tested.cells("ce")
+    assert Law.of(pd.Series(fits_row("f", "d", "ce", None, 0.04, note="x") | {"lof_p": math.nan})).lof_verdict() == (
+        "not testable"  # a table from before the column: no n_eff to give
+    )
 
 
 def test_headlines_are_the_tables_rows() -> None:

@@ -80,14 +80,15 @@ def test_lack_of_fit_equals_whitened_least_squares_and_is_chi2_under_the_law() -
     chol = np.linalg.cholesky(V)
     rng = np.random.default_rng(2)
     y = 1.0 - 0.05 * X[:, 1] + 0.03 * rng.standard_normal(6)
-    q, dof, p = lack_of_fit(X, y, V)
+    found = lack_of_fit(X, y, V)
+    q, dof, p = found.q, found.df, found.p
     white = np.linalg.solve(chol, np.column_stack([X, y]))  # L^-1 [X y]: GLS is OLS of the whitened system
     beta, residual, *_ = np.linalg.lstsq(white[:, :2], white[:, 2], rcond=None)
     assert dof == 4
     assert q == pytest.approx(float(residual[0]), rel=1e-9)
     assert p == pytest.approx(stats.chi2.sf(float(residual[0]), 4), rel=1e-9)
     # with documents the only noise, Q is chi^2 on 4 degrees of freedom: its p-values are uniform
-    ps = [lack_of_fit(X, 1.0 - 0.05 * X[:, 1] + chol @ rng.standard_normal(6), V)[2] for _ in range(2000)]
+    ps = [lack_of_fit(X, 1.0 - 0.05 * X[:, 1] + chol @ rng.standard_normal(6), V).p for _ in range(2000)]
     assert stats.kstest(ps, "uniform").pvalue > 1e-3
     assert np.mean(np.array(ps) < 0.05) == pytest.approx(0.05, abs=0.015)
 
@@ -103,7 +104,7 @@ def test_the_pivot_solves_q_in_closed_form_under_exchangeable_noise() -> None:
     pivot = TauPivot.of(residual_basis(X), y, V, K)
     w = np.random.default_rng(7).chisquare(4, 500)
     np.testing.assert_allclose(pivot.solve(w), np.maximum(rss / w - s, 0.0), rtol=1e-9, atol=1e-15)
-    assert pivot.q == pytest.approx(rss / s, rel=1e-9) == pytest.approx(lack_of_fit(X, y, V)[0], rel=1e-9)
+    assert pivot.q == pytest.approx(rss / s, rel=1e-9) == pytest.approx(lack_of_fit(X, y, V).q, rel=1e-9)
 
 
 def test_without_documents_the_pivot_interval_is_the_ols_residual_t() -> None:

@@ -34,7 +34,6 @@ from rankscale.windows import WindowSpec
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 VOCAB, DOCUMENTS, PER_DOCUMENT = 500, 29, 40  # 29 effective documents: few, so laws are tested from them
-TOKENS = DOCUMENTS * PER_DOCUMENT
 REPLICATES = 20
 LAW_K = [1, 10]
 BINS = {"frequency": [10, 100], "context": [3, 15]}
@@ -50,20 +49,22 @@ def final(name: str, family: str, S: int, mu: float) -> Model:
     return name, ModelInfo(family, None, name, True, None, name), S, mu
 
 
-def summaries_of(models: list[Model], kinds: list[str]) -> tuple[list[Summary], Replicates]:
+def summaries_of(models: list[Model], kinds: list[str], documents: int = DOCUMENTS) -> tuple[list[Summary], Replicates]:
     """Each model's summary of a rank array drawn from a discrete lognormal (mu: smaller is better), as the
-    workflow computes it (the bootstrap of its documents included), read back through its JSON form."""
+    workflow computes it (the bootstrap of its `documents` equally long documents included), read back through its
+    JSON form."""
     strata = StrataSettings(kinds, {k: BINS[k] for k in kinds}, LAW_K)
     settings = SummarySettings(4, LAW_K, [1], [1, 2], LAW_K, REPLICATES, 0, True, 10, strata)
-    doc = np.repeat(np.arange(DOCUMENTS), PER_DOCUMENT).astype(np.uint32)
-    pos = np.tile(np.arange(1, PER_DOCUMENT + 1), DOCUMENTS).astype(np.uint32)
-    target = np.random.default_rng(5).integers(0, VOCAB, TOKENS).astype(np.uint32)
+    tokens = documents * PER_DOCUMENT
+    doc = np.repeat(np.arange(documents), PER_DOCUMENT).astype(np.uint32)
+    pos = np.tile(np.arange(1, PER_DOCUMENT + 1), documents).astype(np.uint32)
+    target = np.random.default_rng(5).integers(0, VOCAB, tokens).astype(np.uint32)
     summaries, totals, units = [], [], []
     for i, (name, info, S, mu) in enumerate(models):
-        rank = sample_discrete_lognormal(mu, 2.0, VOCAB, TOKENS, seed=i).astype(np.uint32)
+        rank = sample_discrete_lognormal(mu, 2.0, VOCAB, tokens, seed=i).astype(np.uint32)
         arrays = RankArrays(rank, (-np.log(rank) - 0.05).astype(np.float32), doc, pos, target)
         meta = {"vocab_size": VOCAB, "model": name, "dataset": "d", "S": S, "ties": "ge", OWN_SHA: name}
-        resampling = Resampling.for_dataset(np.arange(DOCUMENTS), DOCUMENTS, REPLICATES, 0, "d")
+        resampling = Resampling.for_dataset(np.arange(documents), documents, REPLICATES, 0, "d")
         window = WindowSpec(PER_DOCUMENT, None, None)
         summary, _, boot = summarize(arrays, meta, settings, resampling, info, window, None)
         summaries.append(Summary.from_json(summary.to_json()))
@@ -78,7 +79,7 @@ def default_like() -> tuple[list[Summary], Replicates]:
     return summaries_of([final(name, "f", S, mu) for name, S, mu in sizes], [])
 
 
-def everything() -> tuple[list[Summary], Replicates]:
+def everything(documents: int = DOCUMENTS) -> tuple[list[Summary], Replicates]:
     """Three sizes with two seeds and an earlier checkpoint each, a family of one (larger) model beside
     them, and two stratum kinds: every table has rows."""
     models = []
@@ -89,7 +90,7 @@ def everything() -> tuple[list[Summary], Replicates]:
                 info = ModelInfo("f", D, run, last, seed, size)
                 models.append((run if last else f"{run}-early", info, S, mu + 0.05 * seed + (0 if last else 0.3)))
     models.append(final("solo", "g", 10**9, 2.0))
-    return summaries_of(models, ["frequency", "context"])
+    return summaries_of(models, ["frequency", "context"], documents)
 
 
 def in_order() -> list[str]:

@@ -106,10 +106,10 @@ def fit_components(
         return None
     taus = reml_components(X, y, V, Ks)
     information = components_information(taus, X, V, Ks)
-    q, q_df, q_p = lack_of_fit(X, y, V, documents_df)
+    lof = lack_of_fit(X, y, V, documents_df)
     hc = ols_map(X).T @ np.asarray(contrast, dtype=np.float64)
     b = np.array([float(hc @ K @ hc) for K in Ks])
     variance = float(hc @ V @ hc) + float(b @ taus)
     df = multivariate_satterthwaite(variance, b, information)
-    return SizeLevel(tau2=float(taus[0]), q=q, q_df=q_df, q_p=q_p, df=df, information=float(information[0, 0]),
-                     parts=tuple(float(t) for t in taus), kinds=tuple(Ks))  # fmt: skip
+    return SizeLevel(tau2=float(taus[0]), q=lof.q, q_df=lof.df, q_p=lof.p, df=df, information=float(information[0, 0]),
+                     parts=tuple(float(t) for t in taus), kinds=tuple(Ks), q_n_eff=lof.n_eff)  # fmt: skip

@@ -83,6 +83,7 @@ class Law:
     lof_q: float
     lof_df: float
     lof_p: float
+    lof_n_eff: float  # the documents' effective number that decided whether the lack of fit is testable
     noise: str
     note: str
 
@@ -92,14 +93,23 @@ class Law:
             return float(row[column]) if column in row and not pd.isna(row[column]) else math.nan
 
         return cls(Estimate(get("alpha"), get("alpha_ci_low"), get("alpha_ci_high")), get("r2"), get("lof_q"),
-                   get("lof_df"), get("lof_p"), str(row.get("noise") or ""), str(row.get("note") or ""))  # fmt: skip
+                   get("lof_df"), get("lof_p"), get("lof_n_eff"), str(row.get("noise") or ""),
+                   str(row.get("note") or ""))  # fmt: skip
 
     def cells(self, name: str) -> str:
         if self.note and self.note != "nan":
             return f'<td colspan="3" class="{name}-note">{html.escape(self.note)}</td>'
-        lof = f"Q = {shown(self.lof_q)} on {shown(self.lof_df)} df<br>p = {shown(self.lof_p, 2)}"
+        lof = f"Q = {shown(self.lof_q)} on {shown(self.lof_df)} df<br>{self.lof_verdict()}"
         return (self.alpha.html(f"{name}-alpha") + f'<td class="n {name}-r2">{shown(self.r2)}</td>'
                 + f'<td class="n {name}-lof">{lof if not math.isnan(self.lof_q) else ""}</td>')  # fmt: skip
+
+    def lof_verdict(self) -> str:
+        """The lack of fit's p, or why it has none: under `MIN_DOCUMENTS` effective documents it is not testable."""
+        if not math.isnan(self.lof_p):
+            return f"p = {shown(self.lof_p, 2)}"
+        if self.lof_n_eff < MIN_DOCUMENTS:
+            return f"not testable (n_eff {self.lof_n_eff:.1f} &lt; {MIN_DOCUMENTS:g})"
+        return "not testable"
 
 
 @dataclass(frozen=True)
@@ -284,7 +294,8 @@ def results_html(run: RunFiles, level: float) -> str:
         f"<p>Intervals: {level:.0%}, from the bootstrap; they include {', '.join(noise) or 'documents'} "
         "(column <i>noise</i>). Lack of fit: the sizes' residual sum of squares against a sign-flip null "
         "drawn from the documents' own influence on the points (Hotelling's T² where the documents' sums are not "
-        f"loaded); under {MIN_DOCUMENTS:g} effective documents it is not testable (no p); a small p says the sizes "
+        f"loaded); under {MIN_DOCUMENTS:g} effective documents it is not testable, whichever test (no p: the cell "
+        "gives the documents' effective number n_eff); a small p says the sizes "
         "scatter around the law beyond what documents explain. The contrast is "
         "paired (the same document draws) and its p tests a difference of zero. Every law, k and interval: "
         "Tables, 1. Laws in S (powerlaw_fits, exponent_contrasts).</p>"

@@ -20,7 +20,7 @@ from rankscale.statistics import TOKENS
 from rankscale.summary import RankTest, Summary
 from rankscale.tables.base import Replicates, Table, largest, optional_columns, with_intervals
 from rankscale.tables.model_intervals import bootstrap_interval, design_columns, metric_intervals
-from rankscale.tables.noise import covariance_df, line_with_sizes
+from rankscale.tables.noise import covariance_df, line_with_sizes, size_level_columns
 from rankscale.tables.selection import finals_of
 
 LOGNORMAL = "lognormal"  # the rank test entry of the lognormal itself (the others are its alternatives)
@@ -194,8 +194,7 @@ def lognormal_trends_table(
                 row.update(with_intervals(float(fit[p][0]), reps[p], level, p))
             row["ci_mc_error"] = largest([interval_mc_error(reps[p], level) for p in ("slope", "intercept", "r2")])
             if size_level is not None:
-                row.update(tau2=size_level.tau2, lof_q=size_level.q, lof_df=size_level.q_df, lof_p=size_level.q_p,
-                           df=size_level.df if np.isfinite(size_level.df) else math.nan)  # fmt: skip
+                row.update(size_level_columns(size_level))
             noise = "documents" + ("+seeds" if len(set(groups)) < len(groups) else "")
             rows.append({**row, "noise": noise + ("+sizes" if size_level is not None else ""), "note": said})
     return pd.DataFrame(rows)
@@ -278,8 +277,9 @@ TABLES = [
             "Hypothesis 2 of the paper: mu, sigma and mu/sigma of the fitted lognormal against log S, per family "
             "and dataset: slope, intercept and R² of the least-squares line, with intervals from refitting "
             "on every bootstrap replicate, which carry the sizes' scatter around the line too (``tau2``, in the "
-            "quantity's units, by REML with the replicates' full covariance; ``lof_q``, ``lof_df``, ``lof_p``: "
-            "lack of fit against documents alone; ``df``: the interval as Student's t; as in "
+            "quantity's units, by REML with the replicates' full covariance; ``lof_q``, ``lof_df``, ``lof_p``, "
+            "``lof_n_eff``: lack of fit against documents alone, not testable (``lof_p`` empty) under 20 effective "
+            "documents; ``df``: the interval as Student's t; as in "
             "powerlaw_fits.csv; ``ci_mc_error``: the largest Monte Carlo standard error of the three intervals' ends "
             "as a share of the interval's width). Models without an identified lognormal (a parameter at a bound, or "
             "none fitted) are left out, and ``note`` names them; ``n_models`` counts the models fitted. Fewer "

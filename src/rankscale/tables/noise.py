@@ -222,17 +222,23 @@ class LawNoise:
         return out, documents
 
     def columns(self) -> dict[str, float]:
-        """The size level's columns of a law's row: tau^2 (log space), the lack-of-fit Q, its df and p-value, and
-        the exponent's interval as Student's t degrees of freedom (`SizeLevel.df`; NaN where there is no size
-        level, or no wider than Normal)."""
-        level = self.size_level
-        if level is None:
-            return dict.fromkeys(SIZE_LEVEL_COLUMNS, math.nan)
-        df = level.df if np.isfinite(level.df) else math.nan
-        return {"tau2": level.tau2, "lof_q": level.q, "lof_df": level.q_df, "lof_p": level.q_p, "df": df}
+        """The size level's columns of a law's row (`size_level_columns`)."""
+        return size_level_columns(self.size_level)
 
 
-SIZE_LEVEL_COLUMNS = ("tau2", "lof_q", "lof_df", "lof_p", "df")
+SIZE_LEVEL_COLUMNS = ("tau2", "lof_q", "lof_df", "lof_p", "lof_n_eff", "df")
+
+
+def size_level_columns(level: SizeLevel | None) -> dict[str, float]:
+    """The size level's columns of a law's row: tau^2, the lack-of-fit Q, its df and p-value (NaN: not testable,
+    under `rankscale.laws.few_documents.MIN_DOCUMENTS` effective documents), the effective number of documents
+    that decided it (`SizeLevel.q_n_eff`; NaN where a covariance was taken as known), and the exponent's interval
+    as Student's t degrees of freedom (`SizeLevel.df`; NaN where there is no size level, or no wider than Normal)."""
+    if level is None:
+        return dict.fromkeys(SIZE_LEVEL_COLUMNS, math.nan)
+    finite = {"lof_n_eff": level.q_n_eff, "df": level.df}
+    return {"tau2": level.tau2, "lof_q": level.q, "lof_df": level.q_df, "lof_p": level.q_p,
+            **{k: float(v) if np.isfinite(v) else math.nan for k, v in finite.items()}}  # fmt: skip
 
 
 def size_level_of(form: FitForm, law: FittedLaw, points: Points, log_y: np.ndarray, log_reps: np.ndarray,

@@ -217,6 +217,8 @@ TABLES = [
             "The law of each stratum (``analysis.law_form``, as powerlaw_fits.csv) per family, dataset, stratum "
             "kind, stratum, metric and k: y = -log RBP_k of the stratum's tokens (``metric = neg_log_rbp``) or their "
             "cross-entropy (``metric = ce``) against S, with intervals from refitting on every bootstrap replicate. "
+            "``lof_*`` as there: not testable (``lof_p`` empty) under 20 effective documents of the dataset, even "
+            "where the stratum's tokens spread evenly over them (``lof_n_eff``: the fewer of the two). "
             "A ``note`` says why a row was not fitted (one size, or RBP_k = 1 in the stratum)."
         ),
     ),

@@ -166,7 +166,8 @@ TABLES = [
             "seen), the power law y = C D^-beta of cross-entropy and of -log RBP_k at ``analysis.law_k``, by "
             "least squares in log-log space, with intervals from refitting on every bootstrap replicate, which "
             "carry the checkpoints' scatter around the law too (a deviation per checkpoint: ``tau2``, ``lof_*``, "
-            "``df``, ``noise`` as in powerlaw_fits.csv; three checkpoints leave one degree of freedom). Empty "
+            "``df``, ``noise`` as in powerlaw_fits.csv, ``lof_p`` empty under 20 effective documents; three "
+            "checkpoints leave one degree of freedom). Empty "
             "when no model declares D (``ladder.train.checkpoints``, or ``D`` on model entries)."
         ),
     ),
