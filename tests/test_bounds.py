@@ -36,7 +36,7 @@ from rankscale.rankdist import FAMILIES, SCALE_BOUNDS, ZIPF_BOUNDS, fit_family
 from rankscale.rankfile import RankArrays
 from rankscale.statistics import Totals, rank_histogram
 from rankscale.strata import StrataSettings
-from rankscale.summary import ModelInfo, Resampling, Summary, SummarySettings, summarize
+from rankscale.summary import ModelInfo, Resampling, Summary, SummarySettings, summarize, unit_totals
 from rankscale.tables import Replicates, TableSettings, build_table, read_table
 from rankscale.tables.distribution import NOT_IDENTIFIED
 from rankscale.windows import WindowSpec
@@ -192,7 +192,7 @@ def ranks_of(kind: str, seed: int) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def computed() -> dict[str, tuple[Summary, np.ndarray, Totals]]:
+def computed() -> dict[str, tuple[Summary, np.ndarray, Totals, Totals]]:
     """Every model of MODELS summarised as the workflow does (rank tests, replicates): summary, histogram, totals."""
     settings = SummarySettings(4, LAW_K, [1], [1, 2], LAW_K, REPLICATES, 0, True, REPLICATES, NO_STRATA)
     doc = np.repeat(np.arange(DOCUMENTS), PER_DOCUMENT).astype(np.uint32)
@@ -206,7 +206,8 @@ def computed() -> dict[str, tuple[Summary, np.ndarray, Totals]]:
         info = ModelInfo(family, None, model, True, None, model)
         summary, hist, boot = summarize(arrays, meta, settings, resampling, info, WindowSpec(2048, None, None), None)
         totals = Totals({name[4:]: value for name, value in boot.items() if name.startswith("rep_")})
-        out[model] = (Summary.from_json(summary.to_json()), hist, totals)  # through its JSON form, as read back
+        # through its JSON form, as read back; the documents' own sums too (the rank tests' t by documents)
+        out[model] = (Summary.from_json(summary.to_json()), hist, totals, unit_totals(boot))
     return out
 
 
@@ -214,10 +215,10 @@ FIGURE_TABLES = ["metrics", "powerlaw_fits", "exponent_contrasts", "lognormal_fi
                  "rank_distribution_tests", "lognormal_trends"]  # fmt: skip
 
 
-def tables_of(computed: dict[str, tuple[Summary, np.ndarray, Totals]], models: list[str], tmp: Path) -> dict[str, Any]:
+def tables_of(computed: dict[str, tuple[Summary, np.ndarray, Totals, Totals]], models: list[str], tmp: Path) -> dict[str, Any]:
     """The tables the lognormal figures read, built from the models' summaries, written and read back as CSV."""
     summaries = [computed[m][0] for m in models]
-    replicates = Replicates(summaries, [computed[m][2] for m in models])
+    replicates = Replicates(summaries, [computed[m][2] for m in models], [computed[m][3] for m in models])
     settings = TableSettings(level=0.95, law_k=LAW_K, law_form="power_law", forms=None, refits=20, seed=0)
     tables: dict[str, pd.DataFrame] = {}
     for name in FIGURE_TABLES:
@@ -254,7 +255,7 @@ def test_tables_show_no_numbers_for_fits_at_a_bound(computed, tmp_path) -> None:
     tests = got["rank_distribution_tests"]
     assert tests.columns[-1] == "note"
     marked = tests[tests["model"] == "f1"].set_index("alternative")
-    assert (marked["better"] == NOT_IDENTIFIED).all()  # no winner, even where Vuong's p is tiny
+    assert (marked["better"] == NOT_IDENTIFIED).all()  # no winner, even where the test's p is tiny
     assert (marked["p_value"] < 0.05).any()
     assert marked["note"].str.contains("lognormal mu at its lower bound -50").all()
     assert marked["note"].str.contains("limits the fits ran to").all()

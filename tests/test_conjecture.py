@@ -9,6 +9,7 @@ import pytest
 from scipy.stats import norm
 
 from rankscale.conjecture import decomposition, distribution_statistics, error_entropy, markov_run_rate, rank_sums
+from rankscale.intervals import ratio_test
 from rankscale.lognormal import (
     DegenerateRanks,
     appendix_b,
@@ -19,8 +20,9 @@ from rankscale.lognormal import (
     pmf,
     sample_discrete_lognormal,
 )
-from rankscale.rankdist import FAMILIES, fit_family, vuong
+from rankscale.rankdist import FAMILIES, DistributionFit, fit_family, vuong
 from rankscale.statistics import hit_pairs, rank_histogram, run_windows, segment_starts
+from rankscale.tables.distribution import LOGNORMAL, UNDECIDED, interval_verdict
 
 
 @pytest.mark.parametrize(("mu", "sigma", "vocab"), [(1.0, 1.0, 4096), (2.5, 2.0, 50277), (4.0, 3.0, 4096)])
@@ -85,6 +87,32 @@ def test_vuong_picks_the_generating_family(generator: str) -> None:
             assert test.p_value < 0.01, (name, test)
     same = vuong(best, fits[generator], hist)
     assert same.z == 0 and same.p_value == 1.0  # identical fits: inconclusive
+
+
+def test_the_rank_test_follows_the_documents_not_the_tokens() -> None:
+    """Ten documents of 500 tokens whose tokens all share a rank, 6 at rank 1 (favouring the first fit) and 4 at
+    rank 4 (the second): Vuong's token-level z counts 5000 independent tokens (p ~ 1e-45), but there are ten
+    documents, 6 against 4, and the test by documents cannot tell the fits apart. The same tokens dealt to the
+    documents at random make every document favour the first fit, and then the documents agree with the tokens."""
+    vocab = 4
+    first = DistributionFit("a", (), 0.0, np.log(np.array([0.4, 0.3, 0.2, 0.1])))
+    second = DistributionFit("b", (), 0.0, np.log(np.array([0.1, 0.2, 0.3, 0.4])))
+    ranks = np.repeat([1, 1, 1, 1, 1, 1, 4, 4, 4, 4], 500)
+    doc = np.repeat(np.arange(10), 500)
+    hist = rank_histogram(ranks.astype(np.uint32), vocab)
+    tokens = vuong(first, second, hist)
+    assert tokens.z > 10 and tokens.p_value < 1e-40
+    llr = first.log_pmf - second.log_pmf
+
+    def by_documents(r: np.ndarray) -> tuple[float, str]:
+        got = ratio_test(np.bincount(doc, weights=llr[r - 1]), np.bincount(doc).astype(float), 0.95)
+        assert got.estimate == pytest.approx(tokens.mean_llr, rel=1e-12)  # the same ratio, another variance
+        return got.p_value, interval_verdict(got.interval.low, got.interval.high, "b")
+
+    p, verdict = by_documents(ranks)
+    assert p > 0.3 and verdict == UNDECIDED  # 6 documents against 4: t 0.6 on 9 df
+    p, verdict = by_documents(np.random.default_rng(0).permutation(ranks))
+    assert p < 1e-5 and verdict == LOGNORMAL
 
 
 def test_ce_decomposes_exactly() -> None:

@@ -12,7 +12,7 @@ from scipy import special, stats
 
 from rankscale.conjecture import distribution_statistics
 from rankscale.identity import OWN_SHA
-from rankscale.intervals import BIAS_LIMIT, ONE_SIDED, acceleration, bca, cr2_t
+from rankscale.intervals import BIAS_LIMIT, ONE_SIDED, acceleration, bca, cr2_t, ratio_test
 from rankscale.lognormal import sample_discrete_lognormal
 from rankscale.rankfile import RankArrays
 from rankscale.statistics import Totals
@@ -63,6 +63,42 @@ def test_cr2_t_covers_a_ratio_of_unequal_documents() -> None:
         low, high, _ = cr2_t(hits / n, n / n.sum(), np.array(hits.sum() / n.sum()), 0.95)
         covered += bool(low <= 0.3 <= high)
     assert 0.94 <= covered / 2000 <= 0.975
+
+
+def test_ratio_test_of_equal_documents_is_the_one_sample_t_test() -> None:
+    """Equal denominators: CR2's t on Bell and McCaffrey's df is the textbook one-sample t test of the documents'
+    rates against 0 (scipy's), and its interval Student's."""
+    rates = np.random.default_rng(3).normal(0.05, 0.2, 9)
+    got = ratio_test(rates * 40.0, np.full(9, 40.0), 0.95)
+    want = stats.ttest_1samp(rates, 0.0)
+    assert got.df == pytest.approx(8.0) and got.t == pytest.approx(want.statistic, rel=1e-12)
+    assert got.p_value == pytest.approx(want.pvalue, rel=1e-10)
+    low, high = stats.t.interval(0.95, 8, loc=rates.mean(), scale=stats.sem(rates))
+    assert (got.interval.low, got.interval.high) == (pytest.approx(low), pytest.approx(high))
+
+
+def test_ratio_test_by_hand_with_unequal_documents() -> None:
+    """Four documents of 60%, 20%, 10% and 10% of the tokens: the p of sum n / sum d = 0 by hand (the CR2 variance
+    term by term, df from the eigenvalues of A^1/2 (I - 1 w')(I - w 1') A^1/2, scipy's t distribution), and
+    p < 1 - level exactly when the interval leaves out 0, over shifts of the rates across the boundary."""
+    d = np.array([600.0, 200.0, 100.0, 100.0])
+    w = d / d.sum()
+    lam = np.linalg.eigvalsh(np.diag(np.sqrt(w**2 / (1 - w))) @ (np.eye(4) - np.outer(np.ones(4), w))
+                            @ (np.eye(4) - np.outer(w, np.ones(4))) @ np.diag(np.sqrt(w**2 / (1 - w))))  # fmt: skip
+    df = lam.sum() ** 2 / (lam**2).sum()
+    r = np.array([0.5, -0.2, 0.3, -0.1])
+    for shift in np.linspace(-0.8, 0.8, 161):
+        rates = r + shift
+        point = float(w @ rates)
+        variance = sum(w[u] ** 2 * (rates[u] - point) ** 2 / (1 - w[u]) for u in range(4))
+        t = point / math.sqrt(variance)
+        got = ratio_test(rates * d, d, 0.9)
+        assert got.df == pytest.approx(df, rel=1e-12) and got.t == pytest.approx(t, rel=1e-10)
+        assert got.p_value == pytest.approx(2 * stats.t.sf(abs(t), df), rel=1e-9)
+        assert (got.p_value < 0.1) == (got.interval.low > 0 or got.interval.high < 0), shift
+    assert 1.0 < df < 3.0  # one dominant document: far fewer than 3
+    one = ratio_test(np.array([5.0, 0.0]), np.array([10.0, 0.0]), 0.9)  # one document with tokens: no test
+    assert math.isnan(one.p_value) and math.isnan(one.interval.low)
 
 
 def test_acceleration_by_hand() -> None:

@@ -43,6 +43,34 @@ def points_off_their_interval(frame: pd.DataFrame) -> list[str]:
     return found
 
 
+def rank_tests_off_their_interval(frame: pd.DataFrame, level: float = 0.95) -> list[str]:
+    """Every row of rank_distribution_tests whose p disagrees with its interval of mean_llr (p < 1 - level but the
+    interval holds 0, or the reverse), or whose `better` is not the side the interval lies on ('undecided' where it
+    holds 0; 'not identified' where a fit is at a bound, whatever the interval)."""
+    from rankscale.tables.distribution import LOGNORMAL, NOT_IDENTIFIED, UNDECIDED
+
+    found = []
+    for i, row in frame.iterrows():
+        low, high, p = row["mean_llr_ci_low"], row["mean_llr_ci_high"], row["p_value"]
+        excludes = bool(low > 0 or high < 0)
+        if (p < 1 - level) != excludes:
+            found.append(f"row {i}: p {p} against [{low}, {high}]")
+        side = LOGNORMAL if low > 0 else row["alternative"] if high < 0 else UNDECIDED
+        if row["better"] not in (side, NOT_IDENTIFIED):
+            found.append(f"row {i}: better {row['better']} against [{low}, {high}]")
+    return found
+
+
+def test_the_rank_test_check_catches_a_token_level_verdict() -> None:
+    """The review's pydoc row (token-level p 7.6e-84 while the interval holds 0, better = lognormal) fails the
+    check on both counts; the same row by documents passes."""
+    row = {"alternative": "loglogistic", "mean_llr_ci_low": -0.00023, "mean_llr_ci_high": 0.0036}
+    frame = pd.DataFrame([{**row, "p_value": 7.6e-84, "better": "lognormal"}, {**row, "p_value": 0.07,
+                                                                               "better": "undecided"}])  # fmt: skip
+    assert rank_tests_off_their_interval(frame) == ["row 0: p 7.6e-84 against [-0.00023, 0.0036]",
+                                                    "row 0: better lognormal against [-0.00023, 0.0036]"]  # fmt: skip
+
+
 def test_the_check_catches_an_interval_stretched_to_its_estimate() -> None:
     """The percentile interval that reaches for its estimate (what a biased statistic got before) puts the point
     on its end; the check must say so, or it could not fail."""
@@ -134,6 +162,13 @@ def test_emergence_and_rank_tests_hold_their_points_and_ratios_are_cluster_robus
     assert points_off_their_interval(emergence) == [] and points_off_their_interval(tests) == []
     assert tests["mean_llr_ci_low"].notna().all() and (tests["mean_llr_ci_mc_error"] == 0).all()
     assert tests["ci_reliable"].all() and emergence["ci_reliable"].all()  # 29 equal documents: a design that holds
+    assert rank_tests_off_their_interval(tests) == [] and tests["p_value"].notna().all()
+    for _, row in tests.iterrows():  # 29 equal documents: the test by documents is Student's t of their own means
+        units = replicates.units[(row["model"], row["dataset"])]
+        means = np.asarray(units[f"llr_{row['alternative']}"]) / np.asarray(units["n"])
+        want = stats.ttest_1samp(means, 0.0)
+        assert (row["t"], row["df"], row["p_value"]) == (pytest.approx(want.statistic, rel=1e-9), pytest.approx(28),
+                                                         pytest.approx(want.pvalue, rel=1e-9))  # fmt: skip
     s = summaries[0]
     units = replicates.units[s.key]
     row = emergence[(emergence["model"] == s.model) & (emergence["k"] == s.emergence_k[-1])
@@ -246,6 +281,15 @@ def test_no_point_of_the_smoke_run_sits_on_or_outside_its_interval(smoke_run) ->
     assert off == {}
     fits = pd.read_csv(smoke_run / "results" / "smoke" / "tables" / "powerlaw_fits.csv")
     assert fits["alpha_ci_low"].notna().mean() > 0.8  # the plain percentile interval everywhere else
+
+
+@pytest.mark.slow  # the smoke run: two minutes
+def test_the_smoke_runs_rank_tests_agree_with_their_intervals(smoke_run) -> None:
+    """Every row of a finished run's rank_distribution_tests.csv: p < 0.05 exactly when the interval of mean_llr
+    leaves out 0, and `better` is the side it lies on."""
+    tests = pd.read_csv(smoke_run / "results" / "smoke" / "tables" / "rank_distribution_tests.csv")
+    assert len(tests) > 0 and tests["p_value"].notna().all()
+    assert rank_tests_off_their_interval(tests) == []
 
 
 def test_a_law_quantity_off_its_replicates_has_no_interval() -> None:

@@ -60,25 +60,34 @@ class ModelInterval:
     note: str = ""
 
 
-def cr2_t(rates: np.ndarray, weights: np.ndarray, estimate: np.ndarray, level: float) -> tuple[np.ndarray, ...]:
-    """(low, high, df) of a ratio estimate = sum_u w_u r_u over documents u with token shares w_u (summing to 1) and
+def cr2_variance(rates: np.ndarray, weights: np.ndarray, estimate: np.ndarray) -> tuple[np.ndarray, float]:
+    """(variance, df) of a ratio estimate = sum_u w_u r_u over documents u with token shares w_u (summing to 1) and
     own rates r_u ([U] or [U, K]): the CR2 variance sum_u w_u^2 (r_u - estimate)^2 / (1 - w_u), w_u being document u's
-    leverage, and t on Bell and McCaffrey's df = (tr M)^2 / tr(M^2), M = (I - 1 w')' A (I - 1 w'), A = diag(w^2 / (1 - w))
-    (a homoscedastic working model). Documents of no weight drop out; with one document there is no interval."""
+    leverage, and Bell and McCaffrey's df = (tr M)^2 / tr(M^2), M = (I - 1 w')' A (I - 1 w'), A = diag(w^2 / (1 - w))
+    (a homoscedastic working model). Documents of no weight drop out; with one document there is neither (NaN).
+    The one variance both the interval (`cr2_t`) and the test (`ratio_test`) read."""
     w = np.asarray(weights, dtype=np.float64)
     keep = w > 0
     w = w[keep] / w[keep].sum()
     r = np.asarray(rates, dtype=np.float64)[keep]
     point = np.asarray(estimate, dtype=np.float64)
-    nan = np.full(point.shape, np.nan)
     if w.size < 2 or np.any(w >= 1.0):
-        return nan, nan, math.nan
+        return np.full(point.shape, np.nan), math.nan
     a = w**2 / (1.0 - w)
-    e = r - point
-    variance = np.einsum("u,u...->...", a, e**2)
+    variance = np.einsum("u,u...->...", a, (r - point) ** 2)
     centred = np.eye(w.size) - w[None, :] - w[:, None] + float(w @ w)  # (I - 1 w')(I - w 1')
     m = np.sqrt(a)[:, None] * centred * np.sqrt(a)[None, :]
-    df = float(np.trace(m) ** 2 / (m**2).sum())
+    return variance, float(np.trace(m) ** 2 / (m**2).sum())
+
+
+def cr2_t(rates: np.ndarray, weights: np.ndarray, estimate: np.ndarray, level: float) -> tuple[np.ndarray, ...]:
+    """(low, high, df) of a ratio estimate = sum_u w_u r_u (`cr2_variance`'s): estimate -+ t_df sqrt(variance).
+    With one document there is no interval."""
+    variance, df = cr2_variance(rates, weights, estimate)
+    point = np.asarray(estimate, dtype=np.float64)
+    if not np.isfinite(df):
+        nan = np.full(point.shape, np.nan)
+        return nan, nan, math.nan
     half = special.stdtrit(df, 0.5 + level / 2.0) * np.sqrt(variance)
     return point - half, point + half, df
 
@@ -103,6 +112,15 @@ def cr2_intervals(rates: np.ndarray, weights: np.ndarray, estimate: np.ndarray, 
             for lo, hi in zip(np.ravel(low), np.ravel(high), strict=True)]  # fmt: skip
 
 
+def _unit_rates(numerators: np.ndarray, denominators: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """(rates n_u / d_u (0 where d_u = 0), weights d_u, estimate sum n / sum d) of one ratio of sums over units."""
+    weight = np.asarray(denominators, dtype=np.float64)
+    total = weight.sum()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rates = np.where(weight > 0, np.asarray(numerators, dtype=np.float64) / weight, 0.0)
+        return rates, weight, float(np.asarray(numerators, dtype=np.float64).sum() / total) if total > 0 else math.nan
+
+
 def ratio_of_sums(numerators: np.ndarray, denominators: np.ndarray, level: float,
                   bounds: tuple[float, float] = UNBOUNDED) -> list[ModelInterval]:  # fmt: skip
     """The interval of sum_u n_u / sum_u d_u over resampling units u ([U] or [U, K] each; d_u >= 0): a share of
@@ -113,15 +131,44 @@ def ratio_of_sums(numerators: np.ndarray, denominators: np.ndarray, level: float
     n, d = n.reshape(len(n), -1), d.reshape(len(d), -1)
     out = []
     for j in range(n.shape[1]):
-        weight = d[:, j]
-        total = weight.sum()
-        if not total > 0:
+        rates, weight, estimate = _unit_rates(n[:, j], d[:, j])
+        if not weight.sum() > 0:
             out.append(ModelInterval(math.nan, math.nan, note="no tokens: no ratio"))
             continue
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rates = np.where(weight > 0, n[:, j] / weight, 0.0)
-        out += cr2_intervals(rates[:, None], weight, np.array([n[:, j].sum() / total]), level, bounds)
+        out += cr2_intervals(rates[:, None], weight, np.array([estimate]), level, bounds)
     return out
+
+
+@dataclass(frozen=True)
+class RatioTest:
+    """A ratio of sums over units, its interval (`ratio_of_sums`) and the test of ratio = 0 from the same CR2
+    variance on the same df: t = estimate / se, two-sided p = 2 P(T_df > |t|). So p < 1 - level exactly when the
+    interval leaves out 0 (up to rounding at the boundary)."""
+
+    estimate: float
+    interval: ModelInterval
+    t: float
+    df: float
+    p_value: float
+
+
+def ratio_test(numerators: np.ndarray, denominators: np.ndarray, level: float) -> RatioTest:
+    """`RatioTest` of sum_u n_u / sum_u d_u ([U] each) against 0: NaN t and p (and interval) where there are
+    fewer than two units with a denominator; a ratio every unit shares exactly (variance 0) is 0 with p 1, else
+    certain (p 0)."""
+    rates, weight, estimate = _unit_rates(numerators, denominators)
+    interval = ratio_of_sums(np.asarray(numerators, dtype=np.float64), weight, level)[0]
+    if not weight.sum() > 0:
+        return RatioTest(estimate, interval, math.nan, math.nan, math.nan)
+    variance, df = cr2_variance(rates, weight / weight.sum(), np.array(estimate))
+    se = math.sqrt(float(variance))
+    if not np.isfinite(df):
+        return RatioTest(estimate, interval, math.nan, math.nan, math.nan)
+    if se == 0.0:
+        return RatioTest(estimate, interval, 0.0 if estimate == 0 else math.copysign(math.inf, estimate), df,
+                         1.0 if estimate == 0 else 0.0)  # fmt: skip
+    t = estimate / se
+    return RatioTest(estimate, interval, t, df, float(2.0 * special.stdtr(df, -abs(t))))
 
 
 def leave_one_out(units: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

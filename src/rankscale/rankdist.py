@@ -8,8 +8,9 @@ likelihood over the rank histogram:
 - loglogistic: bins of a log-logistic, F(x) = 1 / (1 + (x / s)^(-b)).
 Vuong's normalised log-likelihood ratio (Clauset, Shalizi & Newman 2009, eq. 5.4) compares two
 non-nested fits: z = sqrt(n) mean(l) / sd(l), l the pointwise log-likelihood ratio; |z| small
-means the data cannot tell them apart. Tokens of a document are not independent, so the tables
-also give a document-bootstrap interval of mean(l).
+means the data cannot tell them apart. That z counts tokens as independent, and tokens of a document are not:
+the tables test by documents instead (`rankscale.intervals.ratio_test` on the documents' summed l, the interval's
+cluster-robust variance; `rankscale.tables.distribution`), and read only mean(l) from here.
 """
 
 from __future__ import annotations

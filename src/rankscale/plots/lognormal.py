@@ -224,7 +224,7 @@ def fig_rank_histogram(data: FigureData, settings: FigureSettings, png: Path) ->
                 theta = params[alt.index.get_loc(best.name)]
                 theta = theta if family.name == "zipf" else np.log(theta)
                 note = best["note"] if "note" in best.index and isinstance(best["note"], str) else ""
-                versus = "against the lognormal's limit: no verdict" if note else f"Vuong z {best['z']:+.1f}"
+                versus = "against the lognormal's limit: no verdict" if note else f"t {best['t']:+.1f} by documents"
                 ax.loglog(centres, binned(np.exp(family.log_pmf(grid_r, theta, vocab)), edges), ":", color=color,
                           label=f"best alternative: {best['alternative']} ({versus})")  # fmt: skip
         ax.set_xlabel("rank $R$ of the correct token")
@@ -302,8 +302,8 @@ FIGURES = [
         caption=(
             "The distribution of the correct token's rank for the smallest and largest model of each family, in "
             "logarithmic bins (probability per rank, so sparse tail counts do not dominate), with the fitted "
-            "discrete lognormal (solid) and the best-fitting alternative family (dotted; Vuong's z > 0 favours the "
-            "lognormal, rank_distribution_tests.csv), both averaged over the same bins. Fits with a parameter at a bound "
+            "discrete lognormal (solid) and the best-fitting alternative family (dotted; Vuong's t by documents > 0 "
+            "favours the lognormal, rank_distribution_tests.csv), both averaged over the same bins. Fits with a parameter at a bound "
             "are limits, not results: they are not drawn (named above the panel), the best alternative is the best "
             "fit inside its bounds, and against a lognormal at a bound it carries no verdict."
         ),

@@ -67,7 +67,9 @@ class RunRate:
 
 @dataclass(frozen=True)
 class RankTest:
-    """One family fitted to the rank histogram; against the lognormal, Vuong's test (NaN for the lognormal)."""
+    """One family fitted to the rank histogram; against the lognormal, the mean log-likelihood ratio and Vuong's
+    token-level z and p (NaN for the lognormal). The tables read only mean_llr: their test is by documents
+    (`rankscale.tables.distribution`), since a document's tokens are not independent."""
 
     params: list[float]
     loglik: float  # per token

@@ -12,7 +12,7 @@ import pandas as pd
 
 from rankscale import sections
 from rankscale.bootstrap import interval_mc_error
-from rankscale.intervals import BIAS_LIMIT, bca, ratio_of_sums
+from rankscale.intervals import BIAS_LIMIT, bca, ratio_test
 from rankscale.laws import ols
 from rankscale.metrics import METRICS
 from rankscale.rankdist import FAMILIES, bound_note
@@ -73,11 +73,12 @@ def conjecture_table(summaries: Iterable[Summary], replicates: Replicates, level
 
 
 NOT_IDENTIFIED = "not identified"  # the `better` of a comparison where a fit ran to a bound: no winner
+UNDECIDED = "undecided"  # the `better` of a comparison whose interval of the mean log-likelihood ratio holds 0
 
 
 def rank_test_note(lognormal: RankTest, name: str, test: RankTest) -> str:
     """Which fit of a comparison has which parameter at which bound ("" if neither): then the log-likelihoods
-    and Vuong's z compare the limits the fits ran to, and no family wins."""
+    and the test compare the limits the fits ran to, and no family wins."""
     if lognormal.note or test.note:
         return lognormal.note or test.note
     parts = [
@@ -93,24 +94,39 @@ def rank_test_note(lognormal: RankTest, name: str, test: RankTest) -> str:
     )
 
 
-def _llr_interval(s: Summary, name: str, value: float, samples: np.ndarray, replicates: Replicates,
-                  level: float) -> dict[str, float]:  # fmt: skip
-    """The mean log-likelihood ratio per token, a ratio of document sums (the fits held fixed): the cluster-robust
-    t over the documents' own means (`rankscale.intervals.ratio_of_sums`, exact: Monte Carlo error 0), as
-    metrics.csv's ratios; without the documents' sums, BCa without acceleration of the replicates."""
+def _llr_test(s: Summary, name: str, value: float, samples: np.ndarray, replicates: Replicates,
+              level: float) -> dict[str, float]:  # fmt: skip
+    """Vuong's test by documents: the mean log-likelihood ratio per token is a ratio of document sums (the fits held
+    fixed), so its interval is the cluster-robust t over the documents' own means (`rankscale.intervals.ratio_test`,
+    exact: Monte Carlo error 0), as metrics.csv's ratios, and its t and p come from that same variance and df; tokens
+    of one document are not independent, so a token-level variance (Vuong's own) would claim certainty the
+    documents do not give. Without the documents' sums: BCa without acceleration of the replicates, and no t or p."""
     units = replicates.units.get(s.key)
+    t = df = p = math.nan
     if units is not None and f"llr_{name}" in units:
-        found = ratio_of_sums(units[f"llr_{name}"], units[TOKENS], level)[0]
+        test = ratio_test(units[f"llr_{name}"], units[TOKENS], level)
+        found, t, df, p = test.interval, test.t, test.df, test.p_value
     else:
         found = bca(samples, value, np.zeros(0), level)
     return {"mean_llr": value, "mean_llr_ci_low": found.low, "mean_llr_ci_high": found.high,
-            "mean_llr_ci_mc_error": found.mc_error}  # fmt: skip
+            "mean_llr_ci_mc_error": found.mc_error, "t": t, "df": df, "p_value": p}  # fmt: skip
+
+
+def interval_verdict(low: float, high: float, name: str) -> str:
+    """Which family the interval of the mean log-likelihood ratio (lognormal - `name`) favours: the lognormal where
+    it lies above 0, `name` where below, `UNDECIDED` where it holds 0 (or there is none)."""
+    if low > 0:
+        return LOGNORMAL
+    if high < 0:
+        return name
+    return UNDECIDED
 
 
 def rank_tests_table(summaries: Iterable[Summary], replicates: Replicates, level: float) -> pd.DataFrame:
-    """The lognormal against each alternative family, per model x dataset: log-likelihoods per token,
-    Vuong's z and p, and the document-bootstrap interval of the mean log-likelihood ratio; a fit with a
-    parameter at a bound shows no value for it, claims no winner and says so in `note`."""
+    """The lognormal against each alternative family, per model x dataset: log-likelihoods per token, the
+    mean log-likelihood ratio with its interval over documents and Vuong's test by documents (t, df, p from the
+    same variance), and the family the interval favours; a fit with a parameter at a bound shows no value for it,
+    claims no winner and says so in `note`."""
     rows = []
     for s in summaries:
         totals = replicates.totals[s.key]
@@ -120,11 +136,9 @@ def rank_tests_table(summaries: Iterable[Summary], replicates: Replicates, level
                 continue
             samples = totals[f"llr_{name}"] / totals[TOKENS]
             note = rank_test_note(lognormal, name, test)
-            verdict = "inconclusive"
-            if note:
-                verdict = NOT_IDENTIFIED
-            elif test.p_value < 1 - level:
-                verdict = LOGNORMAL if test.z > 0 else name
+            found = _llr_test(s, name, test.mean_llr, samples, replicates, level)
+            verdict = NOT_IDENTIFIED if note else interval_verdict(found["mean_llr_ci_low"],
+                                                                   found["mean_llr_ci_high"], name)  # fmt: skip
             params = [
                 math.nan if p in test.at_bound else v for p, v in zip(FAMILIES[name].params, test.params, strict=True)
             ]
@@ -135,10 +149,8 @@ def rank_tests_table(summaries: Iterable[Summary], replicates: Replicates, level
                     "loglik_lognormal": lognormal.loglik,
                     "loglik_alternative": test.loglik,
                     "alternative_params": " ".join(f"{v:.6g}" for v in params),
-                    **_llr_interval(s, name, test.mean_llr, samples, replicates, level),
+                    **found,
                     **design_columns(s),
-                    "z": test.z,
-                    "p_value": test.p_value,
                     "better": verdict,
                     "note": note,
                 }
@@ -255,13 +267,16 @@ TABLES = [
             "Is the rank distribution lognormal? Per model and dataset, maximum-likelihood fits on 1..|V| of "
             "the discrete truncated lognormal and of each alternative (a truncated discrete power law "
             "``zipf``, a discrete stretched exponential ``stretched_exp``, a discrete truncated "
-            "``loglogistic``): log-likelihood per token, Vuong's normalised log-likelihood-ratio test (``z`` > 0 "
-            "favours the lognormal; two-sided ``p_value``), and, since tokens of one document are not "
-            "independent, the interval of the mean log-likelihood ratio over documents: the cluster-robust t of the "
-            "documents' own means, as metrics.csv's ratios (``mean_llr_ci_mc_error``: the Monte Carlo standard error "
-            "of its ends as a share of its width, 0 for this exact interval; ``ci_reliable`` / ``ci_note`` as in "
-            "metrics.csv). ``better``: which "
-            "one the test prefers at the interval level, or inconclusive. A fit with a parameter at its "
+            "``loglogistic``): log-likelihood per token, and the mean log-likelihood ratio per token ``mean_llr`` "
+            "(lognormal - alternative: > 0 favours the lognormal) with its interval over documents, the cluster-robust "
+            "t of the documents' own means as metrics.csv's ratios (``mean_llr_ci_mc_error``: the Monte Carlo "
+            "standard error of its ends as a share of its width, 0 for this exact interval; ``ci_reliable`` / "
+            "``ci_note`` as in metrics.csv). Vuong's test by documents: ``t`` = mean_llr / its cluster-robust "
+            "standard error, on ``df`` degrees of freedom (Bell and McCaffrey's, the interval's), and the two-sided "
+            "``p_value`` from them, so p < 1 - level exactly when the interval leaves out 0 (tokens of one document "
+            "are not independent: Vuong's token-level variance claimed certainty the documents do not give). "
+            "``better``: the family on whose side the interval lies (``lognormal`` above 0, the alternative below), "
+            "or 'undecided' where it holds 0. A fit with a parameter at its "
             "optimizer's bound shows it as nan in ``alternative_params``; ``note`` (the last column) says which "
             "fit has which parameter at which bound: the row then compares the limits the fits ran to, not "
             "fitted distributions, and ``better`` is 'not identified'."
