@@ -194,3 +194,45 @@ def test_a_landing_page_of_hundreds_of_models_reads_without_a_docutils_message(t
     assert body.count("<tr data-claim=") == study.claims
     assert body.count('<li class="one-model">') == study.singles
     assert body.count('<td class="n contrast-p">') == study.laws
+
+
+def test_a_dataset_of_few_heavy_documents_says_what_it_flags_and_why(tmp_path) -> None:
+    """A dataset under 10 effective documents (its fewest over its models) gets a paragraph with its own counts of
+    flagged rows, in the run summary and on the landing page; one at 10 or above gets none."""
+    from rankscale.report.heavy_documents import HEAVY_DOCUMENTS, heavy_documents
+    from rankscale.run_summary import RunSummary
+
+    def metric_rows(dataset: str, n_eff: list[float], reliable: list[bool]) -> list[dict]:
+        return [{"family": "f", "model": f"m{i}", "dataset": dataset, "S": 10 * (i + 1), "n_documents": 27 + i,
+                 "n_eff_documents": e, "metric": "ce", "k": None, "value": 5.0, "ci_low": 4.9, "ci_high": 5.1,
+                 "ci_reliable": r} for i, (e, r) in enumerate(zip(n_eff, reliable, strict=True))]  # fmt: skip
+
+    metrics = pd.DataFrame(metric_rows("few", [12.0, 6.55, 8.0], [True, False, False])
+                           + metric_rows("edge", [HEAVY_DOCUMENTS, 40.0], [False, True])
+                           + metric_rows("many", [30.0], [True]))  # fmt: skip
+    strata = pd.DataFrame({"dataset": ["few"] * 5 + ["many"] * 2, "ci_reliable": [False] * 4 + [True] + [False] * 2})
+    fits = pd.DataFrame({"dataset": ["few"] * 4 + ["many"], "alpha": [0.1, 0.2, 0.3, math.nan, 0.1],
+                         "lof_p": [math.nan, math.nan, 0.3, math.nan, 0.5]})  # fmt: skip
+    [found] = heavy_documents({"metrics": metrics, "strata": strata, "powerlaw_fits": fits})
+    assert (found.dataset, found.n_eff, found.n_documents) == ("few", 6.55, 28)  # the model of the fewest
+    assert [(f.table, f.flagged, f.rows) for f in found.unreliable] == [("metrics", 2, 3), ("strata", 4, 5)]
+    assert (found.untestable.flagged, found.untestable.rows) == (2, 3)  # of the laws with an exponent
+    said = found.text()
+    assert said.startswith("few: 6.5 effective documents of 28 (under 10: few heavy documents). ")
+    assert "2 of 3 in metrics.csv, 4 of 5 in strata.csv" in said and "not testable: 2 of 3 in powerlaw_fits.csv" in said
+    assert "covered 88-91%" in said and "Not flagged: the laws' exponent intervals" in said
+    assert heavy_documents({"metrics": metrics[metrics["dataset"] != "few"]}) == []
+    assert heavy_documents({"metrics": pd.DataFrame({"dataset": ["x"], "value": [1.0]})}) == []  # no documents known
+
+    out = tmp_path / "results/run"
+    (out / "tables").mkdir(parents=True)
+    for name, frame in (("metrics", metrics), ("strata", strata), ("powerlaw_fits", fits)):
+        frame.to_csv(out / f"tables/{name}.csv", index=False)
+    summary = RunSummary.of(out, 0.95, [], "snakemake --report x")
+    assert [h.dataset for h in summary.heavy] == ["few"] and f"  {said}" in summary.text().splitlines()
+    text = landing_rst(out, 0.95)
+    assert text.count('class="heavy-documents"') == 1 and 'data-dataset="few"' in text
+    assert shown_text(text[text.index('class="heavy-documents"') :].split("</p>")[0]).endswith(
+        "Flagged: intervals marked unreliable (ci_reliable False): 2 of 3 in metrics.csv, 4 of 5 in strata.csv; laws "
+        "whose lack of fit is not testable: 2 of 3 in powerlaw_fits.csv. Why: " + found.text().split("Why: ")[1]
+    )

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from rankscale.rankfile import load_rank_arrays
+from rankscale.report.heavy_documents import HEAVY_DOCUMENTS
 from rankscale.report.landing import shown
 from rankscale.results import INDEX, load
 from rankscale.run_summary import WARNING, report_command, report_refusal, write_report_command
@@ -132,6 +133,17 @@ def test_the_run_ends_with_a_summary_of_what_it_found(smoke_run):
     count = sum(WARNING in line for path in logs for line in path.read_text().splitlines())
     assert count > 0 and f"  {count} warning(s) in the jobs' logs" in summary
     assert "  report: snakemake --report results/smoke/report.html --configfile config/smoke.yaml" in lines
+    # pydoc's 13 documents are worth about 3 (under 10): a paragraph says what its tables flag; HumanEval's 40 none
+    metrics = read_table(smoke_run / "results/smoke/tables/metrics.csv")
+    pydoc, humaneval = (metrics[metrics["dataset"] == d] for d in ("pydoc", "humaneval"))
+    assert pydoc["n_eff_documents"].min() < HEAVY_DOCUMENTS <= humaneval["n_eff_documents"].min()
+    [note] = [line for line in lines if "few heavy documents" in line]
+    assert note.startswith(f"  pydoc: {pydoc['n_eff_documents'].min():.1f} effective documents of 13 (under 10")
+    flagged = int(pydoc["ci_reliable"].astype(str).ne("True").sum())
+    assert flagged > 0 and f"{flagged} of {len(pydoc)} in metrics.csv" in note and "Why: " in note
+    landing = (smoke_run / "results/smoke/report/landing.rst").read_text()
+    assert landing.count('class="heavy-documents"') == 1 and 'class="heavy-documents" data-dataset="pydoc"' in landing
+    assert f"{flagged} of {len(pydoc)} in metrics.csv" in landing
     # quiet: no numpy warning anywhere in the run, and the default k above |V| = 512 left out without a warning
     assert "RuntimeWarning" not in said
     assert "WARNING rankscale: k values above |V|" not in said and "default k values above |V| = 512" in said

@@ -17,6 +17,8 @@ import pandas as pd
 
 from rankscale.atomic import atomic_path
 from rankscale.layout import RunFiles
+from rankscale.report.heavy_documents import TABLES as HEAVY_TABLES
+from rankscale.report.heavy_documents import HeavyDocuments, heavy_documents
 from rankscale.report.landing import Headline, Law, headlines, shown
 from rankscale.tables.base import read_table
 
@@ -71,13 +73,15 @@ def _alpha(law: Law | None) -> str:
 
 @dataclass(frozen=True)
 class RunSummary:
-    """A finished run: where its results are, each family x dataset's exponents, its warnings, its report."""
+    """A finished run: where its results are, each family x dataset's exponents, its datasets of few heavy documents
+    (what they flag and why), its warnings, its report."""
 
     out: Path  # results/<run>
     laws: tuple[Headline, ...]
     level: float
     warnings: Warnings
     report: str  # the command that makes its report
+    heavy: tuple[HeavyDocuments, ...] = ()
 
     @classmethod
     def of(cls, out: Path, level: float, logs: Sequence[Path], report: str) -> RunSummary:
@@ -86,7 +90,8 @@ class RunSummary:
             return read_table(path) if path.is_file() else pd.DataFrame()
 
         laws = headlines(table("powerlaw_fits"), table("exponent_contrasts"))
-        return cls(out, tuple(laws), level, Warnings.of(logs), report)
+        heavy = heavy_documents({name: table(name) for name in HEAVY_TABLES})
+        return cls(out, tuple(laws), level, Warnings.of(logs), report, tuple(heavy))
 
     def text(self) -> str:
         lines = [f"rankscale: results in {self.out}/ (tables/, figures/, manifest.json)"]
@@ -98,6 +103,7 @@ class RunSummary:
                 lines.append(f"    {name}  -log RBP_1: {_alpha(h.rbp1)};  CE: {_alpha(h.ce)}")
         else:
             lines.append("  no family has a law: every family has fewer than two sizes (cross_family.csv)")
+        lines.extend(f"  {h.text()}" for h in self.heavy)
         if self.warnings.count:
             where = ", ".join(self.warnings.logs[:3]) + (", ..." if len(self.warnings.logs) > 3 else "")
             lines.append(f"  {self.warnings.count} warning(s) in the jobs' logs: {where}")

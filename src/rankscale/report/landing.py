@@ -26,6 +26,8 @@ from rankscale.atomic import atomic_path
 from rankscale.laws.few_documents import MIN_DOCUMENTS
 from rankscale.layout import RunFiles
 from rankscale.manifest import report_fields
+from rankscale.report.heavy_documents import TABLES as HEAVY_TABLES
+from rankscale.report.heavy_documents import heavy_documents
 from rankscale.tables.base import read_table
 
 ANCHOR = "rankscale-landing"  # the id of the page's root element (its style is scoped to it)
@@ -306,6 +308,15 @@ def results_html(run: RunFiles, level: float) -> str:
     return "\n".join(parts)
 
 
+def heavy_documents_html(run: RunFiles) -> str:
+    """A paragraph per dataset of few heavy documents (`rankscale.report.heavy_documents`): which of its numbers the
+    tables flag, and why; "" where there is none."""
+    found = heavy_documents({name: _read(Path(run.table(name))) for name in HEAVY_TABLES})
+    if not found:
+        return ""
+    return "<h2>Datasets of few heavy documents</h2>\n" + "\n".join(h.html() for h in found) + "\n"
+
+
 def manifest_html(manifest: Path) -> str:
     """The manifest as a two-column table (rankscale.manifest.report_fields)."""
     rows = [
@@ -330,6 +341,7 @@ def landing_rst(out: Path, level: float, left_out: Mapping[str, str] | None = No
     run = RunFiles(out)
     body = (f'<div id="{ANCHOR}"><style>{STYLE}</style>\n<h2>What this run found ({html.escape(str(out))})</h2>\n'
             f"{results_html(run, level)}\n"
+            f"{heavy_documents_html(run)}"
             f"<h2>Models</h2>\n{models_html(_read(Path(run.table('metrics'))))}\n"
             f"<h2>The paper's claims, checked</h2>\n{claims_html(_read(Path(run.table('paper_claims'))))}\n"
             "<p>Figures and tables: Results, in the menu on the left; each grouped by analysis in the paper's order. "
