@@ -28,8 +28,12 @@ TOKEN_TABLES = ("token_churn", "token_learning", "token_slopes", "rank_transitio
 def points_off_their_interval(frame: pd.DataFrame) -> list[str]:
     """Every cell whose point lies outside its interval or on one end of an interval of some width (`X` beside
     `X_ci_low`, `X_ci_high` or `X_ci_low_documents`, `X_ci_high_documents`, or `value` beside `ci_low`, `ci_high`);
-    an interval of no width is its point."""
+    an interval of no width is its point. A share observed as 0 (1) in every document has a one-sided bound [0, u]
+    ([l, 1]) with the point on its end, which its row's note says (`rankscale.intervals.boundary_bound`)."""
     found = []
+    notes = [c for c in ("note", "ci_note") if c in frame]
+    one_sided = frame[notes].fillna("").astype(str).agg(" ".join, axis=1).str.contains("one-sided") if notes else \
+        pd.Series(False, index=frame.index)  # fmt: skip
     for low in (c for c in frame.columns if c.endswith("ci_low") or c.endswith("ci_low_documents")):
         name = low.split("_ci_low")[0] if not low.startswith("ci_low") else "value"
         high = low.replace("ci_low", "ci_high")
@@ -37,7 +41,8 @@ def points_off_their_interval(frame: pd.DataFrame) -> list[str]:
             continue
         point, lo, hi = (pd.to_numeric(frame[c], errors="coerce") for c in (name, low, high))
         known = point.notna() & lo.notna() & hi.notna()
-        bad = known & ((point < lo) | (point > hi) | ((lo < hi) & ((point == lo) | (point == hi))))
+        bound = one_sided & (((point == 0.0) & (lo == 0.0)) | ((point == 1.0) & (hi == 1.0)))
+        bad = known & ((point < lo) | (point > hi) | ((lo < hi) & ((point == lo) | (point == hi)) & ~bound))
         bad |= known & (lo == hi) & (point != lo)
         found += [f"{name} row {i}: {point[i]} [{lo[i]}, {hi[i]}]" for i in np.flatnonzero(bad)]
     return found

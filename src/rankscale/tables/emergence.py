@@ -18,7 +18,7 @@ from rankscale.statistics import PAIRS_BOTH_HIT, PAIRS_PREV_HIT, RUN_HITS, RUN_W
 from rankscale.summary import Summary
 from rankscale.tables.base import Replicates, Table, interval_columns, rows_frame, typed, with_intervals
 from rankscale.tables.lawkit import exponent_contrast
-from rankscale.tables.model_intervals import design_columns, ratio_intervals
+from rankscale.tables.model_intervals import certain, design_columns, ratio_intervals
 from rankscale.tables.noise import LawNoise, Noise
 from rankscale.tables.selection import FitIndex, LawKey, finals_of, size_note
 
@@ -99,7 +99,7 @@ def _run_intervals(s: Summary, row: dict[str, Any], replicates: Replicates,
         i, j = s.emergence_k.index(row["k"]), s.emergence_N.index(row["N"])
         found["empirical"] = ratio_of_sums(units[RUN_HITS][:, i, j], units[RUN_WINDOWS][:, j], level, PROBABILITY)[0]
         values = RBP.compute(Totals({key: np.asarray(units[key]).sum(axis=0) for key in units}))
-        rbp = ratio_intervals(RBP, units, values, level)[s.k.index(row["k"])]
+        rbp = ratio_intervals(RBP, units, values, level, certain(RBP, s.k, s.vocab_size))[s.k.index(row["k"])]
         low, high = (max(end, 0.0) ** row["N"] if np.isfinite(end) else math.nan for end in (rbp.low, rbp.high))
         found["predicted"] = ModelInterval(low, high, 0.0, rbp.note)
         left = Totals(leave_one_out(units))
@@ -114,6 +114,8 @@ def _run_intervals(s: Summary, row: dict[str, Any], replicates: Replicates,
         out.update({f"{name}_ci_low": got.low, f"{name}_ci_high": got.high})
         if got.note and not (np.isfinite(got.low) and np.isfinite(got.high)):
             missing.append(f"{name}: no interval, {got.note}")
+        elif got.note:  # a share at 0 (or 1) in every document: its one-sided bound, and how it was derived
+            missing.append(f"{name}: {got.note}")
     return out, missing
 
 
@@ -209,7 +211,9 @@ TABLES = [
             "off. Intervals over the documents: ``empirical`` by the cluster-robust t of the documents' own run "
             "rates (as metrics.csv's RBP_k), ``predicted`` RBP_k's to the power N, ``markov`` and the ratio by BCa; "
             "``ci_reliable`` / ``ci_note`` as metrics.csv's for the model's documents; an interval left out "
-            "(BCa finding no valid interval) is named in ``ci_note`` with why."
+            "(BCa finding no valid interval) is named in ``ci_note`` with why. A run rate of 0 in every document "
+            "has no cluster-robust variance: its interval is a one-sided upper bound (Clopper-Pearson on the "
+            "effective number of documents as trials), said so in ``ci_note``."
         ),
     ),
     Table(
