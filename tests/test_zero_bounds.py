@@ -132,3 +132,16 @@ def test_no_finished_table_has_a_point_interval_at_zero_or_one(smoke_run: Path) 
     assert len(zero) > 0  # the smoke run has runs no window completes: the case this is about
     assert (zero["empirical_ci_high"] > 0).all()
     assert zero["ci_note"].str.contains("empirical: observed 0 in every document: one-sided upper").all()
+
+
+def test_a_difference_of_shares_at_zero_in_every_document_is_bounded_both_ways() -> None:
+    """token_churn's net (gained - lost, in [-1, 1]) at 0 in every document: [-u, u] with the shares' own u; a
+    share's bounds stay one-sided, and a difference off 0 keeps CR2."""
+    from rankscale.intervals import DIFFERENCE
+
+    tokens = np.array([10.0, 10.0, 20.0, 40.0])
+    net, = ratio_of_sums(np.zeros(4), tokens, LEVEL, DIFFERENCE)
+    share, = ratio_of_sums(np.zeros(4), tokens, LEVEL, PROBABILITY)
+    assert (net.low, net.high) == (-share.high, share.high) and "both ends" in net.note
+    moved, = ratio_of_sums(np.array([1.0, -1.0, 0.0, 2.0]), tokens, LEVEL, DIFFERENCE)
+    assert moved.note == "" and moved.low < 2 / 80 < moved.high

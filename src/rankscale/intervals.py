@@ -96,6 +96,7 @@ def cr2_t(rates: np.ndarray, weights: np.ndarray, estimate: np.ndarray, level: f
 
 UNBOUNDED = (-math.inf, math.inf)
 PROBABILITY = (0.0, 1.0)  # a share of tokens or windows
+DIFFERENCE = (-1.0, 1.0)  # a difference of two shares of the same tokens (token_churn's net)
 
 
 def cr2_intervals(rates: np.ndarray, weights: np.ndarray, estimate: np.ndarray, level: float,
@@ -104,8 +105,9 @@ def cr2_intervals(rates: np.ndarray, weights: np.ndarray, estimate: np.ndarray, 
     weight drop out, and with fewer than two left there is no interval, said so. The ends are clipped to `bounds`,
     the range the population value can take (RBP_k near 1 would otherwise reach past 1): the value lies inside
     it, so the clipped interval holds it exactly when the unclipped one does. A share (`bounds` PROBABILITY) whose
-    every document sits at 0 (or 1) has no CR2 variance: it gets `boundary_bound`'s one-sided bound instead, unless
-    `certain` (per column) says the value holds by construction (RBP_|V| = 1), where the point is its interval."""
+    every document sits at 0 (or 1), or a difference of shares (DIFFERENCE) at 0 in every document, has no CR2
+    variance: it gets `boundary_bound`'s instead, unless `certain` (per column) says the value holds by
+    construction (RBP_|V| = 1), where the point is its interval."""
     w = np.asarray(weights, dtype=np.float64)
     r = np.where(w[:, None] > 0, np.asarray(rates, dtype=np.float64).reshape(len(w), -1), 0.0)
     point = np.asarray(estimate, dtype=np.float64).ravel()
@@ -115,20 +117,22 @@ def cr2_intervals(rates: np.ndarray, weights: np.ndarray, estimate: np.ndarray, 
     note = "" if exact else "fewer than two documents with tokens: no interval"
     out = [ModelInterval(float(lo), float(hi), 0.0 if exact else math.nan, note)
            for lo, hi in zip(np.ravel(low), np.ravel(high), strict=True)]  # fmt: skip
-    if tuple(bounds) != PROBABILITY or not np.any(w > 0):
+    edges = {PROBABILITY: PROBABILITY, DIFFERENCE: (0.0,)}.get(tuple(bounds), ())  # where a zero variance is no proof
+    if not edges or not np.any(w > 0):
         return out
     fixed = np.zeros(len(out), dtype=bool) if certain is None else np.asarray(certain, dtype=bool).ravel()
     for j, value in enumerate(point):
-        if value in PROBABILITY and not fixed[j] and np.all(r[w > 0, j] == value):
-            out[j] = boundary_bound(float(value), w, level)
+        if value in edges and not fixed[j] and np.all(r[w > 0, j] == value):
+            out[j] = boundary_bound(float(value), w, level, tuple(bounds) == DIFFERENCE)
     return out
 
 
-def boundary_bound(observed: float, weights: np.ndarray, level: float) -> ModelInterval:
+def boundary_bound(observed: float, weights: np.ndarray, level: float, difference: bool = False) -> ModelInterval:
     """The interval of a share observed as exactly 0 (or 1) in every document (`weights`: each document's trials,
     tokens or windows): [0, upper] ([lower, 1]), the one-sided Clopper-Pearson bound at 1 - (1 - level) / 2 (the
     two-sided interval's end, the other end being the bound itself) with Kish's effective number of documents as
-    its trials.
+    its trials. A `difference` of two shares at 0 in every document gets [-upper, upper]: a document's difference
+    Y lies in [-1, 1], so it is 0 with probability at most 1 - |E Y|, as a share is 0 with at most 1 - E share.
 
     Why documents, not tokens: without a hit nothing measures how strongly the tokens (overlapping windows) of one
     document go together, so the bound must hold for every intra-document correlation. At the worst, correlation 1,
@@ -149,6 +153,8 @@ def boundary_bound(observed: float, weights: np.ndarray, level: float) -> ModelI
     end = float(stats.beta.ppf(1.0 - tail, 1.0, n_eff))  # Clopper-Pearson's upper end at 0 successes of n_eff
     how = (f"{1 - tail:.1%} Clopper-Pearson bound on the {n_eff:.1f} effective documents as trials (of {w.size}: "
            "a document's tokens may all go together)")  # fmt: skip
+    if difference:
+        return ModelInterval(-end, end, 0.0, f"observed 0 in every document: both ends the one-sided {how}")
     if observed == 0.0:
         return ModelInterval(0.0, end, 0.0, f"observed 0 in every document: one-sided upper {how}")
     return ModelInterval(1.0 - end, 1.0, 0.0, f"observed 1 in every document: one-sided lower {how}")

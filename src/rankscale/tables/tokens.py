@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from rankscale.intervals import (
+    DIFFERENCE,
     PROBABILITY,
     UNBOUNDED,
     ModelInterval,
@@ -125,7 +126,7 @@ def _churn(r: TrajectoryResult, gained: Any, lost: Any, tokens: Any, level: floa
     """Gained, lost, net and flips as shares of tokens, with intervals (each argument a callable of the counts)."""
     out = ratio(r, gained, tokens, level, "gained")
     out.update(ratio(r, lost, tokens, level, "lost"))
-    out.update(ratio(r, lambda c: gained(c) - lost(c), tokens, level, "net", (-1.0, 1.0)))
+    out.update(ratio(r, lambda c: gained(c) - lost(c), tokens, level, "net", DIFFERENCE))
     out.update(ratio(r, lambda c: gained(c) + lost(c), tokens, level, "flips"))
     return out
 
