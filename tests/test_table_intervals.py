@@ -32,8 +32,7 @@ def points_off_their_interval(frame: pd.DataFrame) -> list[str]:
     ([l, 1]) with the point on its end, which its row's note says (`rankscale.intervals.boundary_bound`)."""
     found = []
     notes = [c for c in ("note", "ci_note") if c in frame]
-    one_sided = frame[notes].fillna("").astype(str).agg(" ".join, axis=1).str.contains("one-sided") if notes else \
-        pd.Series(False, index=frame.index)  # fmt: skip
+    one_sided = frame[notes].fillna("").astype(str).apply(lambda c: c.str.contains("one-sided")).any(axis=1)
     for low in (c for c in frame.columns if c.endswith("ci_low") or c.endswith("ci_low_documents")):
         name = low.split("_ci_low")[0] if not low.startswith("ci_low") else "value"
         high = low.replace("ci_low", "ci_high")

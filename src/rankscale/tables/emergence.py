@@ -102,6 +102,7 @@ def _run_intervals(s: Summary, row: dict[str, Any], replicates: Replicates,
         rbp = ratio_intervals(RBP, units, values, level, certain(RBP, s.k, s.vocab_size))[s.k.index(row["k"])]
         low, high = (max(end, 0.0) ** row["N"] if np.isfinite(end) else math.nan for end in (rbp.low, rbp.high))
         found["predicted"] = ModelInterval(low, high, 0.0, rbp.note)
+        found.update(_zero_rate_bounds(units, row, i, found["empirical"], rbp, level))
         left = Totals(leave_one_out(units))
         with np.errstate(invalid="ignore", divide="ignore"):
             rates = RBP.compute(left)[:, s.k.index(row["k"])]
@@ -117,6 +118,27 @@ def _run_intervals(s: Summary, row: dict[str, Any], replicates: Replicates,
         elif got.note:  # a share at 0 (or 1) in every document: its one-sided bound, and how it was derived
             missing.append(f"{name}: {got.note}")
     return out, missing
+
+
+def _zero_rate_bounds(units: Totals, row: dict[str, Any], i: int, empirical: ModelInterval, rbp: ModelInterval,
+                      level: float) -> dict[str, ModelInterval]:  # fmt: skip
+    """Bounds of the row's quantities that are 0 because no document has a hit (their replicates all 0, where BCa
+    would give [0, 0]): the ratio empirical / predicted at an empirical 0 is below the run rate's one-sided bound
+    over RBP_k^N's lower end; the Markov rate at no pair of hits below RBP_k's upper end times the one-sided bound
+    of P(hit | previous hit) (`boundary_bound` over the pairs) to the N - 1. Each end joins two 97.5% ends, so it
+    holds at 95% at least (Bonferroni)."""
+    out = {}
+    if row["empirical"] == 0 and empirical.note and np.isfinite(empirical.high):
+        low = max(rbp.low, 0.0) ** row["N"]
+        out["ratio_empirical_independent"] = ModelInterval(0.0, empirical.high / low if low > 0 else math.inf, 0.0,
+                                                           "0: upper end the run rate's bound over predicted's lower end")  # fmt: skip
+    if row["markov"] == 0 and row["N"] > 1:
+        pairs = ratio_of_sums(units[PAIRS_BOTH_HIT][:, i], units[PAIRS_PREV_HIT][:, i], level, PROBABILITY)[0]
+        if pairs.note and np.isfinite(pairs.high) and np.isfinite(rbp.high):
+            out["markov"] = ModelInterval(0.0, min(rbp.high, 1.0) * pairs.high ** (row["N"] - 1), 0.0,
+                                          f"0, no pair of hits: upper end RBP_k's times P(hit | previous hit)'s "
+                                          f"bound ({pairs.note.split(': ', 1)[1]}) to the N - 1")  # fmt: skip
+    return out
 
 
 def emergence_laws_table(
@@ -213,7 +235,8 @@ TABLES = [
             "``ci_reliable`` / ``ci_note`` as metrics.csv's for the model's documents; an interval left out "
             "(BCa finding no valid interval) is named in ``ci_note`` with why. A run rate of 0 in every document "
             "has no cluster-robust variance: its interval is a one-sided upper bound (Clopper-Pearson on the "
-            "effective number of documents as trials), said so in ``ci_note``."
+            "effective number of documents as trials), said so in ``ci_note``, and the ratio and a Markov rate of 0 "
+            "get upper ends from it (``ci_note`` says how)."
         ),
     ),
     Table(
