@@ -154,3 +154,27 @@ def test_a_difference_of_shares_at_zero_in_every_document_is_bounded_both_ways()
     assert (net.low, net.high) == (-share.high, share.high) and "both ends" in net.note
     moved, = ratio_of_sums(np.array([1.0, -1.0, 0.0, 2.0]), tokens, LEVEL, DIFFERENCE)
     assert moved.note == "" and moved.low < 2 / 80 < moved.high
+
+
+def test_emergence_quantities_of_a_zero_run_rate_are_bounded_from_its_bounds() -> None:
+    """No run and no pair of hits anywhere: the ratio to independence is below the run rate's bound over RBP_k^N's
+    lower end, the Markov rate below RBP_k's upper end times P(hit | previous hit)'s bound to the N - 1, worked by
+    hand from Clopper-Pearson on the documents."""
+    from rankscale.statistics import PAIRS_BOTH_HIT, PAIRS_PREV_HIT, Totals
+    from rankscale.tables.emergence import _zero_rate_bounds
+
+    windows = np.array([30.0, 50.0, 20.0, 40.0, 60.0])
+    prev = np.array([[4.0, 9.0], [0.0, 12.0], [3.0, 5.0], [6.0, 7.0], [2.0, 8.0]])  # pairs after a hit, per k
+    units = Totals({PAIRS_BOTH_HIT.name: np.zeros_like(prev), PAIRS_PREV_HIT.name: prev})
+    empirical = boundary_bound(0.0, windows, LEVEL)
+    rbp = ModelInterval(0.1, 0.2, 0.0)
+    found = _zero_rate_bounds(units, {"empirical": 0.0, "markov": 0.0, "N": 3}, 1, empirical, rbp, LEVEL)
+    n_windows = windows.sum() ** 2 / (windows**2).sum()
+    n_pairs = prev[:, 1].sum() ** 2 / (prev[:, 1] ** 2).sum()
+    upper = [-math.expm1(math.log(0.025) / n) for n in (n_windows, n_pairs)]
+    assert found["ratio_empirical_independent"].high == pytest.approx(upper[0] / 0.1**3, rel=1e-12)
+    assert found["markov"].high == pytest.approx(0.2 * upper[1] ** 2, rel=1e-12)
+    assert found["markov"].low == found["ratio_empirical_independent"].low == 0.0
+    some = _zero_rate_bounds(units, {"empirical": 0.01, "markov": 0.002, "N": 3}, 1, ModelInterval(0.0, 0.02), rbp,
+                             LEVEL)  # fmt: skip
+    assert some == {}  # a hit somewhere: the tables' own intervals stand
