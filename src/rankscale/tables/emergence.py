@@ -113,7 +113,7 @@ def _run_intervals(s: Summary, row: dict[str, Any], replicates: Replicates,
     for name, values in samples.items():
         got = found.get(name) or bca(values, row[name], jackknife.get(name, np.zeros(0)), level)
         out.update({f"{name}_ci_low": got.low, f"{name}_ci_high": got.high})
-        if got.note and not (np.isfinite(got.low) and np.isfinite(got.high)):
+        if got.note and (np.isnan(got.low) or np.isnan(got.high)):
             missing.append(f"{name}: no interval, {got.note}")
         elif got.note:  # a share at 0 (or 1) in every document: its one-sided bound, and how it was derived
             missing.append(f"{name}: {got.note}")
@@ -130,8 +130,9 @@ def _zero_rate_bounds(units: Totals, row: dict[str, Any], i: int, empirical: Mod
     out = {}
     if row["empirical"] == 0 and empirical.note and np.isfinite(empirical.high):
         low = max(rbp.low, 0.0) ** row["N"]
-        out["ratio_empirical_independent"] = ModelInterval(0.0, empirical.high / low if low > 0 else math.inf, 0.0,
-                                                           "0: upper end the run rate's bound over predicted's lower end")  # fmt: skip
+        why = ("0: upper end the run rate's bound over predicted's lower end" if low > 0 else
+               "0: no finite upper end, predicted's lower end being 0")  # fmt: skip
+        out["ratio_empirical_independent"] = ModelInterval(0.0, empirical.high / low if low > 0 else math.inf, 0.0, why)
     if row["markov"] == 0 and row["N"] > 1:
         pairs = ratio_of_sums(units[PAIRS_BOTH_HIT][:, i], units[PAIRS_PREV_HIT][:, i], level, PROBABILITY)[0]
         if pairs.note and np.isfinite(pairs.high) and np.isfinite(rbp.high):
