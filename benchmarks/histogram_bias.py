@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
             "## CE's decomposition: bias against spread, and coverage on the run's own documents",
             "",
             f"Bias under resampling of each candidate estimator, (mean of {args.replicates} document-bootstrap replicates "
-            f"- the estimate) / their SD, over every rank array in {args.ranks.name}/ of a finished default run (per "
+            f"- the documents' plug-in value, the bootstrap's truth) / their SD, over every rank array in {args.ranks.name}/ of a finished default run (per "
             "dataset: the median, range and median |bias| / SD over its models). "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.node() or 'this machine'} "
             f"({os.cpu_count()} CPUs, shared), commit {commit()}, {time.time() - started:.0f} s.",

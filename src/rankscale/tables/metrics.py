@@ -72,7 +72,7 @@ TABLES = [
             "``self_alignment`` and ``confidence`` are the jackknife over documents of their plug-in values (whose "
             "bias was 1-6 SDs), their replicates the same estimator's, recentred on it, so z0 is its residual bias; "
             "``bc`` where a table is built without the "
-            f"documents' sums. ``ci_reliable``: False for a ``bca`` or ``bc`` interval (they covered 79-96% on the "
+            f"documents' sums. ``ci_reliable``: False for a ``bca`` or ``bc`` interval (they covered 52-96% on the "
             f"run's own documents), where there is no interval, or under {RELIABLE_DOCUMENTS:g} "
             f"effective documents or where n_documents / n_eff_documents exceeds {RELIABLE_DESIGN_EFFECT:g} "
             "(uneven lengths: a few documents hold most tokens), "
