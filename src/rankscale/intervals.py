@@ -245,10 +245,11 @@ ONE_SIDED = "bootstrap replicates lie on one side of the estimate"
 
 
 # The largest |z0| (the estimate's share of replicates below it, as a Normal quantile) at which a BCa interval of a
-# histogram statistic is reported. Error entropy, self-alignment and confidence sit 1-2 bootstrap SDs from their
-# replicates' mean on the run's documents (a bias the plug-in estimate has too), and there BCa covered none of the
-# truths, however small z0 happened to be; the lognormal's statistics (|z0| < 0.25 in 97% of corpora) covered
-# 94-97% (benchmarks/model_interval_coverage.py).
+# histogram statistic is reported. The plug-in error entropy, self-alignment and confidence sat 1-6 bootstrap SDs
+# from the truth on the run's documents, and there BCa covered none of the truths; the summaries now report their
+# jackknife over documents with replicates recentred on it (`rankscale.decomposition_jackknife`), whose z0 is the
+# estimator's residual bias (benchmarks/histogram_bias.py). The lognormal's statistics (|z0| < 0.25 in 97% of
+# corpora) covered 94-97% (benchmarks/model_interval_coverage.py).
 BIAS_LIMIT = 0.25
 
 
