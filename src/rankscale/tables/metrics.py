@@ -40,7 +40,7 @@ def metrics_table(summaries: Iterable[Summary], replicates: Replicates | None, l
                 ok, note = reliability(got, s.n_eff_documents, s.n_documents, method)
                 rows.append({**base, "few_documents": bool(s.n_eff_documents < FEW_DOCUMENTS), "metric": metric.name,
                              "k": k, "value": float(v), "ci_low": got.low, "ci_high": got.high,
-                             "ci_mc_error": got.mc_error, "replicates": int(count), "ci_method": method,
+                             "ci_mc_error": got.mc_error, "replicates": int(count), "ci_method": got.method or method,
                              "ci_reliable": ok, "ci_note": note,
                              "quantization": s.quantization})  # fmt: skip
     df = optional_columns(typed(pd.DataFrame(rows)), "quantization")  # only where some model is a GGUF's
