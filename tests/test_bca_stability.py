@@ -158,3 +158,20 @@ def test_mc_error_matches_a_brute_force_redraw() -> None:
     truth = e.std(axis=0, ddof=1).max() / np.mean(e[:, 1] - e[:, 0])
     assert 0.9 <= np.median(estimates) / truth <= 1.3
     assert np.median(without) / truth < 0.9
+
+
+def test_jackknife_t_takes_the_documents_degrees_of_freedom() -> None:
+    """Given the documents' token shares, the fallback's t has Bell and McCaffrey's df (a ratio's `cr2_t`'s), not
+    the jackknife's own: one document of a third of the tokens leaves about 2-3 of them, whatever the deviations."""
+    from rankscale.intervals import bell_mccaffrey_df, cr2_t
+
+    w = np.r_[9.0, np.ones(18)]
+    w = w / w.sum()
+    rates = np.random.default_rng(3).normal(0.5, 0.1, w.size)
+    df = bell_mccaffrey_df(w)
+    assert df == pytest.approx(cr2_t(rates, w, np.array(float(w @ rates)), 0.95)[2])
+    assert 1.5 < df < 4.0
+    jack = jackknife_with(0.0, m=19)
+    got = jackknife_t(ESTIMATE, jack, 0.95, df)
+    se = math.sqrt(18 / 19 * float(((jack - jack.mean()) ** 2).sum()))
+    assert got.high - ESTIMATE == pytest.approx(stats.t.ppf(0.975, df) * se) and f"df {df:.1f}" in got.note

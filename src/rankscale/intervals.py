@@ -12,7 +12,9 @@ Monte Carlo error; the studentized bootstrap and BCa did no better on the run's 
 decomposition, the lognormal's) are biased under resampling: their replicates can all lie on one side of the
 estimate. BCa (Efron 1987) corrects the percentiles for that bias (z0) and for skew (the acceleration, from the
 jackknife over documents); where the bias is too large for it (the estimate outside its central replicates), no
-interval is reported, with the reason, never one stretched to reach the estimate.
+interval is reported, with the reason, never one stretched to reach the estimate. Near its bias limit BCa is unstable
+(z0 has a Monte Carlo error of its own): there the jackknife t over documents takes its place, chosen by the
+jackknife's bias, which no redraw of the replicates moves (`stable_choice`).
 """
 
 from __future__ import annotations
@@ -77,11 +79,27 @@ def cr2_t(rates: np.ndarray, weights: np.ndarray, estimate: np.ndarray, level: f
     a = w**2 / (1.0 - w)
     e = r - point
     variance = np.einsum("u,u...->...", a, e**2)
-    centred = np.eye(w.size) - w[None, :] - w[:, None] + float(w @ w)  # (I - 1 w')(I - w 1')
-    m = np.sqrt(a)[:, None] * centred * np.sqrt(a)[None, :]
-    df = float(np.trace(m) ** 2 / (m**2).sum())
+    df = _bell_mccaffrey(w)
     half = special.stdtrit(df, 0.5 + level / 2.0) * np.sqrt(variance)
     return point - half, point + half, df
+
+
+def bell_mccaffrey_df(weights: np.ndarray) -> float:
+    """Bell and McCaffrey's degrees of freedom of a weighted mean over documents of token shares `weights` (`cr2_t`),
+    (tr M)^2 / tr(M^2); documents of no weight drop out; NaN with fewer than two left."""
+    w = np.asarray(weights, dtype=np.float64)
+    w = w[w > 0] / w[w > 0].sum() if np.any(w > 0) else w[:0]
+    if w.size < 2 or np.any(w >= 1.0):
+        return math.nan
+    return _bell_mccaffrey(w)
+
+
+def _bell_mccaffrey(w: np.ndarray) -> float:
+    """`bell_mccaffrey_df` of shares already normalised (all > 0, summing to 1, each < 1)."""
+    a = w**2 / (1.0 - w)
+    centred = np.eye(w.size) - w[None, :] - w[:, None] + float(w @ w)  # (I - 1 w')(I - w 1')
+    m = np.sqrt(a)[:, None] * centred * np.sqrt(a)[None, :]
+    return float(np.trace(m) ** 2 / (m**2).sum())
 
 
 UNBOUNDED = (-math.inf, math.inf)
@@ -263,13 +281,14 @@ def bca_mc_error(replicates: np.ndarray, bias: Bias, levels: tuple[float, float]
     return float(max(out) / width)
 
 
-def jackknife_t(estimate: float, jackknife: np.ndarray, level: float) -> ModelInterval:
-    """The fallback where BCa's z0 is within its Monte Carlo error of `BIAS_LIMIT`: estimate -/+ t_df se, se the
-    jackknife's over documents, sqrt((m - 1) / m sum d^2) (d: each leave-one-out value less their mean), df
-    Satterthwaite's effective number of the variance's terms less one, (sum d^2)^2 / sum d^4 - 1 (m - 1 for equal
-    terms; it falls towards 1 as a few documents dominate, as Bell and McCaffrey's do for a ratio). It reads no
-    bootstrap replicate, so a redraw of them cannot move or remove it: its Monte Carlo error is 0. Centred on the
-    estimate: a bias within the limit (z0 <= 0.25 of an SD) costs a symmetric interval under 1 point of coverage."""
+def jackknife_t(estimate: float, jackknife: np.ndarray, level: float, df: float = math.nan) -> ModelInterval:
+    """BCa's fallback (`stable_choice`): estimate -/+ t_df se, se the jackknife's over documents,
+    sqrt((m - 1) / m sum d^2) (d: each leave-one-out value less their mean), df Bell and McCaffrey's of the documents'
+    token shares where the caller knows them (`bell_mccaffrey_df`, as a ratio's `cr2_t`: 2.1 on pydoc's documents),
+    else Satterthwaite's effective number of the variance's terms less one, (sum d^2)^2 / sum d^4 - 1 (m - 1 for
+    equal terms), at least 1. It reads no bootstrap replicate, so a redraw of them cannot move or remove it: its Monte
+    Carlo error is 0. Centred on the estimate: a bias within the limit (half an SD) costs a symmetric interval under
+    2 points of coverage."""
     j = np.asarray(jackknife, dtype=np.float64)
     j = j[np.isfinite(j)]
     m = j.size
@@ -277,7 +296,8 @@ def jackknife_t(estimate: float, jackknife: np.ndarray, level: float) -> ModelIn
     if m < 3 or not float(d2.sum()) > 0.0:
         return ModelInterval(math.nan, math.nan, note="fewer than three documents' jackknife values: no interval")
     se = math.sqrt((m - 1) / m * float(d2.sum()))
-    df = max(1.0, float(d2.sum()) ** 2 / float((d2**2).sum()) - 1.0)
+    if not math.isfinite(df):
+        df = max(1.0, float(d2.sum()) ** 2 / float((d2**2).sum()) - 1.0)
     half = float(special.stdtrit(df, 0.5 + level / 2.0)) * se
     return ModelInterval(estimate - half, estimate + half, 0.0, method=JACKKNIFE_T,
                          note=f"jackknife t over documents (df {df:.1f})")  # fmt: skip
@@ -318,18 +338,23 @@ def stable_choice(bias: Bias, a: float, jackknife_ratio: float, level: float, ma
         return "bca" if abs(jackknife_ratio) <= STABLE_SHARE * max_z0 and resolved else "fallback"
     if abs(bias.z0) + Z0_MARGIN * bias.se < max_z0:
         return "bca"
-    return (f"none: BCa's z0 = {bias.z0:.2f} +- {bias.se:.2f} is within its Monte Carlo error of {max_z0:g}, and "
-            "there is no jackknife over documents to fall back on")  # fmt: skip
+    return (f"none: biased under resampling: z0 = {bias.z0:.2f} +- {bias.se:.2f} is not inside {max_z0:g} by "
+            f"{Z0_MARGIN:g} of its Monte Carlo SEs, and there is no jackknife over documents to fall back on")  # fmt: skip
 
 
 def bca(
-    replicates: np.ndarray, estimate: float, jackknife: np.ndarray, level: float, max_z0: float = math.inf
+    replicates: np.ndarray,
+    estimate: float,
+    jackknife: np.ndarray,
+    level: float,
+    max_z0: float = math.inf,
+    df: float = math.nan,
 ) -> ModelInterval:
     """BCa interval of `estimate` from its bootstrap `replicates` and its leave-one-document-out values, with the
     Monte Carlo error of its ends (`mc_error`, `bca_mc_error`); no interval (and why) where it cannot contain the
-    estimate. With a finite `max_z0` (a statistic of the rank histogram, `BIAS_LIMIT`) BCa only where it is stable
-    under a redraw of the replicates (`stable_choice`), the jackknife t (`jackknife_t`) where z0 is within its Monte
-    Carlo error of the limit, and no interval where the bias is clearly beyond it."""
+    estimate. With a finite `max_z0` (a statistic of the rank histogram, `BIAS_LIMIT`), BCa only where it is stable
+    under a redraw of the replicates, the jackknife t where it is not, none where the bias is beyond the limit
+    (`stable_choice`); `df`: the jackknife t's degrees of freedom (`jackknife_t`)."""
     reps = np.asarray(replicates, dtype=np.float64).ravel()
     a = acceleration(jackknife)
     finite = reps[np.isfinite(reps)]
@@ -343,12 +368,13 @@ def bca(
         if choice.startswith("none: "):
             return ModelInterval(math.nan, math.nan, note=choice.removeprefix("none: "))
         if choice == "fallback":
-            found = jackknife_t(estimate, jackknife, level)
+            ratio = jackknife_bias(estimate, jackknife)
+            why = (f"BCa unstable here (jackknife bias {ratio:.2f} of its SE, acceleration {a:.3f}, z0 = {bias.z0:.2f} "
+                   f"+- {bias.se:.2f} from {bias.replicates} replicates)")  # fmt: skip
+            found = jackknife_t(estimate, jackknife, level, df)
             if math.isfinite(found.low):
-                return replace(found, note=f"{found.note}: BCa's z0 = {bias.z0:.2f} +- {bias.se:.2f} is within its "
-                                           f"Monte Carlo error of {max_z0:g}")  # fmt: skip
-            return ModelInterval(math.nan, math.nan, note=f"BCa's z0 = {bias.z0:.2f} +- {bias.se:.2f} is within its "
-                                 f"Monte Carlo error of {max_z0:g}, and {found.note}")  # fmt: skip
+                return replace(found, note=f"{found.note}: {why}")
+            return ModelInterval(math.nan, math.nan, note=f"{why}, and {found.note}")
         max_z0 = math.inf  # stable: BCa as it is
     levels = bca_levels(finite, estimate, a, level, max_z0)
     if isinstance(levels, str):
