@@ -37,7 +37,16 @@ import numpy as np
 
 from rankscale.bootstrap import resample_counts
 from rankscale.conjecture import distribution_replicates
-from rankscale.intervals import BIAS_LIMIT, JACKKNIFE_T, ModelInterval, bca
+from rankscale.intervals import (
+    BEYOND_FACTOR,
+    BIAS_LIMIT,
+    JACKKNIFE_T,
+    MIN_TAIL_REPLICATES,
+    STABLE_SHARE,
+    Z0_MARGIN,
+    ModelInterval,
+    bca,
+)
 from rankscale.rankfile import load_rank_arrays
 from rankscale.summary import read_summary
 from rankscale.summary.compute import RankPairs
@@ -187,9 +196,11 @@ def main(argv: list[str] | None = None) -> None:
         "",
         f"{args.redraws} draws of the {args.replicates} replicates of every histogram statistic "
         f"({len(STATISTICS)} statistics) of every model's summary on the run's own documents, the first the "
-        f"workflow's own; {LEVEL:.0%} intervals as metrics.csv and conjecture.csv compute them. `new`: BCa only where "
-        f"|z0| + 1.96 se(z0) < {BIAS_LIMIT:g} (else the jackknife t, `{JACKKNIFE_T}`; none where the bias is beyond "
-        "the limit by that margin), its `ci_mc_error` by the delta method at BCa's levels; `old`: the rule before "
+        f"workflow's own; {LEVEL:.0%} intervals as metrics.csv and conjecture.csv compute them. `new`: BCa where the "
+        f"jackknife's bias is within {STABLE_SHARE * BIAS_LIMIT:g} of its SE and BCa's levels leave "
+        f"{MIN_TAIL_REPLICATES:g} replicates beyond each end, the jackknife t (`{JACKKNIFE_T}`) up to a bias of "
+        f"{BEYOND_FACTOR * BIAS_LIMIT:g}, none beyond it (or where z0 less {Z0_MARGIN:g} of its Monte Carlo SEs is), "
+        "`ci_mc_error` by the delta method at BCa's levels; `old`: the rule before "
         f"(BCa while |z0| <= {BIAS_LIMIT:g}, `ci_mc_error` by a grouped jackknife over the replicates). Methods "
         f"seen: {', '.join(sorted(new_methods))}. {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
         f"{platform.node() or 'this machine'} ({os.cpu_count()} CPUs, shared), {time.time() - started:.0f} s.",
