@@ -10,6 +10,7 @@ import numpy as np
 
 from rankscale.intervals import (
     BIAS_LIMIT,
+    JACKKNIFE_T,
     ModelInterval,
     bca,
     bell_mccaffrey_df,
@@ -100,6 +101,8 @@ def one_model_interval(replicates: Replicates, model: str, dataset: str, metric:
 # why a rank-histogram statistic's BCa interval is never marked reliable (benchmarks/RESULTS.md)
 BCA_SHORT = ("BCa of a rank-histogram statistic covered 79-96% on the run's own documents (the lognormal's entropy "
              "91-93% on HumanEval's): read it as a lower bound on the uncertainty")  # fmt: skip
+JACKKNIFE_SHORT = ("the jackknife t of a rank-histogram statistic where BCa is unstable: its coverage on the run's own "
+                   "documents is not measured")  # fmt: skip
 
 
 def reliability(found: ModelInterval, n_eff: float, n_documents: int, method: str) -> tuple[bool, str]:
@@ -111,5 +114,6 @@ def reliability(found: ModelInterval, n_eff: float, n_documents: int, method: st
         return False, found.note
     if found.low == found.high:  # no spread: the point is its interval, exactly
         return True, found.note
-    why = unreliable_design(n_eff, n_documents) or ("" if method == CR2_T else BCA_SHORT)
+    short = JACKKNIFE_SHORT if found.method == JACKKNIFE_T else BCA_SHORT
+    why = unreliable_design(n_eff, n_documents) or ("" if method == CR2_T else short)
     return not why, why or found.note
