@@ -3,7 +3,9 @@
 For every model x dataset summary of a run, the histogram statistics' B = 200 replicates (`analysis.lognormal.
 replicates`) are drawn again R times with other seeds, exactly as `summarize` draws them (`resample_counts` over the
 corpus's documents, `distribution_replicates` of the rank array's per-document histograms), with the run's own
-jackknife over documents; redraw 0 takes the workflow's own seed. Each redraw gets its interval from the tables'
+jackknife over documents (for error entropy, self-alignment and confidence the jackknife-corrected estimator's
+replicates, recentred, and its own leave-one-out values, as `summarize` stores them); redraw 0 takes the workflow's
+own seed. Each redraw gets its interval from the tables'
 code (`rankscale.intervals.bca` with `BIAS_LIMIT`, as metrics.csv and conjecture.csv). Reported, over the rows
 (model x dataset x statistic):
 
@@ -37,6 +39,7 @@ import numpy as np
 
 from rankscale.bootstrap import resample_counts
 from rankscale.conjecture import distribution_replicates
+from rankscale.decomposition_jackknife import corrected_decomposition
 from rankscale.intervals import (
     BEYOND_FACTOR,
     BIAS_LIMIT,
@@ -92,12 +95,15 @@ def summary_rows(summary_json: Path, ranks: Path, redraws: int, replicates: int,
     rows = [Row(f"{summary.dataset} {summary.model} {n}", [], []) for n in names]
     for r in range(redraws):
         seed = SEED if r == 0 else 1_000_003 + r
-        blocks = (b[:, units].astype(np.float64)
-                  for b in resample_counts(n_units, replicates, seed, summary.dataset))  # fmt: skip
+        draws = list(resample_counts(n_units, replicates, seed, summary.dataset))
+        blocks = (b[:, units].astype(np.float64) for b in draws)
         reps = distribution_replicates(*by_row, blocks, summary.distribution, summary.law_k, summary.truncated)
+        # CE's decomposition: the jackknife-corrected estimator's replicates, recentred, as `summarize` stores them
+        reps.update(corrected_decomposition(*by_row, units, draws)[1])
         if r == 0:  # the workflow's own draw: the replicates it stored
-            stored = np.asarray(boot[f"rep_{names[0]}"], dtype=np.float64)
-            assert np.allclose(reps[names[0]], stored, equal_nan=True, rtol=1e-9), "redraw 0 is not the run's draw"
+            for name in names:
+                stored = np.asarray(boot[f"rep_{name}"], dtype=np.float64)
+                assert np.allclose(reps[name], stored, equal_nan=True, rtol=1e-9), f"redraw 0 is not the run's {name}"
         for out, name in zip(rows, names, strict=True):
             jack = np.asarray(boot[f"jack_{name}"], dtype=np.float64)
             out.new.append(bca(reps[name], values[name], jack, LEVEL, BIAS_LIMIT))
