@@ -290,3 +290,33 @@ def test_resampling_refuses_documents_outside_the_corpus() -> None:
     for units in ([0, 5], [-1, 2]):
         with pytest.raises(ValueError, match="dataset d: .* outside its corpus of 5"):
             Resampling.for_dataset(np.array(units), 5, 10, 0, "d")
+
+
+def test_a_law_of_a_statistic_some_model_has_no_interval_of_has_none() -> None:
+    """One model's error-entropy replicates all sit 10 SDs above its point (biased under resampling): metrics.csv
+    gives that model's ee no interval, and so powerlaw_fits.csv gives the ee law none (every ``*_ci_*`` and
+    ``ci_mc_error`` empty, ``ci_note`` naming the model), nor exponent_contrasts.csv its contrasts with ee; the laws
+    of CE and of the other histogram statistics keep theirs."""
+    rbp = {1: np.exp(-3.0 * SIZES**-0.05)}
+    ce = 7.0 * SIZES**-0.05
+    summaries, replicates = synthetic_family(rbp, ce, replicates=400, noise=0.002)
+    fair = fits_table(metrics_table(summaries, replicates, 0.95), POWER_LAW, replicates, 0.95, 0, 0).set_index("metric")
+    assert not fair.loc["ee", "ci_note"] and fair.loc["ee", "alpha_ci_low"] < fair.loc["ee", "alpha_ci_high"]
+    totals = [replicates.totals[s.key] for s in summaries]
+    biased = Totals({**totals[2], "ee": totals[2]["ee"] * 1.02})  # 10 SDs of 0.002 above its point
+    replicates = Replicates(summaries, [biased if i == 2 else t for i, t in enumerate(totals)])
+    metrics = metrics_table(summaries, replicates, 0.95)
+    ee = metrics[metrics["metric"].eq("ee")].set_index("model")
+    assert np.isnan(ee.loc["m2", "ci_low"]) and np.isfinite(ee.drop("m2")["ci_low"]).all()
+    fits = fits_table(metrics, POWER_LAW, replicates, 0.95, 0, 0).set_index("metric")
+    row = fits.loc["ee"]
+    assert "m2" in row["ci_note"] and "1 of 5 models" in row["ci_note"]
+    assert all(np.isnan(row[c]) for c in fits.columns if "_ci_" in c or c == "ci_mc_error")
+    assert np.isfinite(row["alpha"])  # the law itself is still fitted
+    for other in ("ce", "ee_lognormal", "self_alignment"):
+        assert not fits.loc[other, "ci_note"] and np.isfinite(fits.loc[other, "alpha_ci_low"])
+    contrasts = contrasts_table(metrics, fits.reset_index(), replicates, 0.95, POWER_LAW, 0, 0)
+    with_ee = contrasts[contrasts["metric"].eq("ee")]
+    assert len(with_ee) and with_ee["ci_low"].isna().all() and with_ee["p_value"].isna().all()
+    assert with_ee["note"].str.contains("m2").all()
+    assert contrasts[contrasts["metric"].ne("ee")]["ci_low"].notna().all()

@@ -5,6 +5,7 @@ and metrics.csv never writes a point on or outside its own interval."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from scipy import special, stats
 
 from rankscale.conjecture import distribution_statistics
 from rankscale.identity import OWN_SHA
-from rankscale.intervals import BIAS_LIMIT, ONE_SIDED, acceleration, bca, cr2_t, ratio_test
+from rankscale.intervals import BIAS_LIMIT, JACKKNIFE_T, ONE_SIDED, acceleration, bca, cr2_t, ratio_test
 from rankscale.lognormal import sample_discrete_lognormal
 from rankscale.rankfile import RankArrays
 from rankscale.statistics import Totals
@@ -184,13 +185,24 @@ def test_the_jackknife_is_each_document_left_out() -> None:
     rank = sample_discrete_lognormal(2.5, 2.0, VOCAB, doc.size, seed=7)
     rank[doc == 0] = np.minimum(rank[doc == 0], 3)
     logprob = (-np.log(rank) - 0.1).astype(np.float32).astype(np.float64)
-    for u in (0, 3):
-        keep = doc != u
+
+    def plug_in(keep: np.ndarray) -> Any:
         counts = np.bincount(rank[keep], minlength=VOCAB + 1).astype(np.float64)
         sums = np.bincount(rank[keep], weights=logprob[keep], minlength=VOCAB + 1)
-        want = distribution_statistics(counts, sums, [1, 10], True)
-        for name in ("ee", "self_alignment", "confidence"):
-            assert boot[f"jack_{name}"][u] == pytest.approx(getattr(want, name), rel=1e-9)
+        return distribution_statistics(counts, sums, [1, 10], True)
+
+    for u in (0, 3):
+        keep = doc != u
+        want = plug_in(keep)
+        # the jackknife-corrected decomposition: its own estimator over the other documents, m T - (m - 1) mean T_(-v)
+        others = [v for v in range(lengths.size) if v != u]
+        m = len(others)
+        ee = m * want.ee - (m - 1) * np.mean([plug_in(keep & (doc != v)).ee for v in others])
+        confidence = m * want.confidence - (m - 1) * np.mean([plug_in(keep & (doc != v)).confidence for v in others])
+        ce = want.ee + want.self_alignment + want.confidence  # the plug-in decomposition sums to CE
+        assert boot["jack_ee"][u] == pytest.approx(ee, rel=1e-9)
+        assert boot["jack_confidence"][u] == pytest.approx(confidence, rel=1e-9)
+        assert boot["jack_self_alignment"][u] == pytest.approx(ce - ee - confidence, rel=1e-9)
 
 
 def test_uneven_documents_are_marked_unreliable() -> None:
@@ -216,7 +228,7 @@ def test_metrics_table_writes_no_point_on_or_outside_its_interval() -> None:
     assert (table.loc[~finite, "ci_note"].str.len() > 0).all()  # no interval: always a reason
     ratio = table["metric"].isin(["rbp", "ce"])
     assert (table.loc[ratio, "ci_method"] == CR2_T).all() and (table.loc[ratio, "ci_mc_error"] == 0).all()
-    assert (table.loc[~ratio, "ci_method"] == BCA).all()
+    assert table.loc[~ratio, "ci_method"].isin([BCA, JACKKNIFE_T]).all()
     n_eff = summaries[0].n_eff_documents
     spread = finite & ~point  # (RBP_|V| = 1 in every document: no spread, the point is its interval, exactly)
     assert n_eff < 10 and not table.loc[spread, "ci_reliable"].any()  # one document of 2000 tokens: too few

@@ -316,15 +316,17 @@ def test_a_law_quantity_off_its_replicates_has_no_interval() -> None:
 def test_the_smoke_runs_ce_decomposition_has_intervals_holding_its_points(smoke_run) -> None:
     """CE's decomposition is its jackknife over documents, its replicates recentred on it
     (`rankscale.decomposition_jackknife`). As plug-ins, biased 1-6 SDs, none of the three had an interval in any row;
-    now error entropy has one wherever there are 20 effective documents (HumanEval's 34 here), and each of the three
-    has one in some row (pydoc's 3.1 effective documents), holding its point; a row without one says it is biased
-    under resampling (z0 past BCa's limit), never an interval beside the point."""
+    now error entropy has one wherever there are 20 effective documents (HumanEval's 34 here), and self-alignment in
+    some row, holding its point; a row without one says it is biased under resampling (the corrected estimator's own
+    jackknife bias past the rule's limit), never an interval beside the point."""
     metrics = pd.read_csv(smoke_run / "results" / "smoke" / "tables" / "metrics.csv")
     rows = metrics[metrics["metric"].isin(["ee", "self_alignment", "confidence"])]
     has = rows["ci_low"].notna() & rows["ci_high"].notna()
     ee = rows[(rows["metric"] == "ee") & (rows["n_eff_documents"] >= 20)]
     assert len(ee) > 0 and has[ee.index].all()
-    assert set(rows.loc[has, "metric"]) == {"ee", "self_alignment", "confidence"}
+    # confidence keeps a residual bias of 0.4-3 SDs after the jackknife (benchmarks/histogram_bias.py): the rule,
+    # reading its own jackknife's bias, may refuse it everywhere, as it does on the default run
+    assert {"ee", "self_alignment"} <= set(rows.loc[has, "metric"])
     held = rows[has]
     assert ((held["ci_low"] < held["value"]) & (held["value"] < held["ci_high"])).all()
     assert rows.loc[~has, "ci_note"].str.contains("biased under resampling").all()

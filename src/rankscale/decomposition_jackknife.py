@@ -14,6 +14,13 @@ A bootstrap replicate is corrected the same way inside itself (its draws are its
 `recentred`. Leaving a unit out changes the histogram only at the ranks its tokens hold, so every T_(-u) of every
 replicate is a sparse update of the replicate's sums: the cost is the (unit, rank) pairs times the replicates.
 
+The rule that decides which interval a histogram statistic gets (`rankscale.intervals.stable_choice`) reads the
+jackknife's bias of the estimate it is given, from leave-one-unit-out values. For these statistics those must be the
+corrected estimator's own, T_J(-u) (the jackknife over the other m - 1 units, `corrected_left_out`): the plug-in's
+T_(-u) would measure the bias the correction already removed (m times the plug-in's, against T_J), not what is left
+of it. The jackknife of T_J is the second-order jackknife's estimate of its residual bias (Schucany, Gray & Owen
+1971), exact arithmetic, which a redraw of the replicates does not move.
+
 Self-alignment is taken as CE - EE_J - confidence_J with CE the replicate's own ratio, so the decomposition still
 sums to the reported cross-entropy exactly (the ratio's own O(1/n) bias is orders below its SD); it can fall
 below 0, where the truth is near 0.
@@ -105,6 +112,24 @@ def recentred(point: dict[str, np.ndarray], reps: dict[str, np.ndarray]) -> dict
     estimator around its truth, and an interval of them (BCa's z0: its residual bias) is centred on the point.
     Unshifted they would sit the whole correction (the plug-in's bias, 1-4 SDs) away from it."""
     return {name: float(point[name][0]) + reps[name] - float(point[f"{name}_plug_in"][0]) for name in CORRECTED}
+
+
+def corrected_left_out(rank_by_row: sparse.spmatrix, logprob_by_row: sparse.spmatrix, units: np.ndarray,
+                       size: int, block: int = 64) -> dict[str, np.ndarray]:  # fmt: skip
+    """The corrected ee, self_alignment and confidence with one resampling unit left out, T_J(-u), each the
+    jackknife over the other units [size] over units 0..size - 1 (NaN for a unit with no scored document), as
+    `rankscale.summary.compute.leave_one_out` gives the plug-in's: what BCa's acceleration, the jackknife t and the
+    rule's bias read for the estimator the tables report."""
+    present, hist, logprob = unit_histograms(rank_by_row, logprob_by_row, units)
+    out = {name: np.full(size, np.nan) for name in CORRECTED}
+    if present.size < 2:
+        return out
+    rows = [1.0 - np.eye(present.size)[start : start + block] for start in range(0, present.size, block)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        got = corrected_blocks(hist, logprob, rows)
+    for name in CORRECTED:
+        out[name][present] = got[name]
+    return out
 
 
 def corrected_decomposition(rank_by_row: sparse.spmatrix, logprob_by_row: sparse.spmatrix, units: np.ndarray,

@@ -24,6 +24,28 @@ from rankscale.tables.selection import size_note
 
 GROUP = ["family", "dataset", "metric", "k"]  # one law per group of the metrics table
 LAW_SETTINGS = ("level", "law_form", "refits", "seed")  # what a table that fits and refits laws reads
+# metrics.csv's `ci_method` of a statistic whose interval reads its bootstrap replicates under the bias rule
+# (`rankscale.intervals.stable_choice`): BCa, its jackknife t fallback, BC without a jackknife
+REPLICATE_METHODS = ("bca", "bc", "jackknife_t")
+
+
+def biased_models(group: pd.DataFrame) -> str:
+    """Why a law of these models' statistic gets no interval ('' where it may): a law's interval refits its
+    models' bootstrap replicates, so it holds only where each model's own replicates may carry an interval of the
+    statistic. Where metrics.csv gives some model's statistic none (the rule found it biased under resampling,
+    or no replicate was finite), the law's percentile interval would rest on the same biased replicates: say which
+    models, and the first one's reason. Ratios (cr2_t) read no replicate for their own interval: never gated."""
+    if "ci_method" not in group or "ci_low" not in group:
+        return ""
+    resampled = group[group["ci_method"].isin(REPLICATE_METHODS)]
+    ends = resampled[["ci_low", "ci_high"]].to_numpy(dtype=np.float64)
+    missing = resampled[~np.isfinite(ends).all(axis=1)]
+    if missing.empty:
+        return ""
+    why = str(missing["ci_note"].fillna("").iloc[0]) if "ci_note" in missing else ""
+    names = ", ".join(str(m) for m in missing["model"])
+    return (f"no interval: {len(missing)} of {len(group)} models' statistic has none of its own in metrics.csv "
+            f"({names}{': ' + why if why else ''}), and the law's refits read the same replicates")  # fmt: skip
 
 
 def fit_or_note(form: FitForm, points: Points, y: np.ndarray) -> tuple[FittedLaw | None, str]:

@@ -19,7 +19,7 @@ from rankscale.laws import FORMS, FitForm, Points, compare_forms
 from rankscale.metrics import METRICS
 from rankscale.sections import LAWS
 from rankscale.tables.base import Replicates, Table, law_parameters, rows_frame, typed, with_intervals
-from rankscale.tables.lawkit import GROUP, LAW_SETTINGS, exponent_contrast, fit_or_note
+from rankscale.tables.lawkit import GROUP, LAW_SETTINGS, biased_models, exponent_contrast, fit_or_note
 from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_documents, law_keys, law_replicates
 from rankscale.tables.selection import FitIndex, LawKey, finals, note_last, select, size_note
 
@@ -78,6 +78,9 @@ def fits_table(
                     out["not_identified"] = "; ".join(unidentified.values())
                 label = honest.label
             out["noise"] = label
+            out["ci_note"] = biased_models(group) if law is not None else ""
+            if out["ci_note"]:  # the per-model rule refused some model's replicates: so does the law
+                out.update({c: math.nan for c in out if "_ci_" in c or c == "ci_mc_error"})
             row.update(out)
         rows.append({**row, "note": note})
     return typed(pd.DataFrame(rows))
@@ -106,7 +109,7 @@ def fits_columns(form: FitForm, keys: Sequence[str] = ("family", "dataset")) -> 
     documents = ([f"{form.exponent}_ci_low_documents", f"{form.exponent}_ci_high_documents", "ci_mc_error"]
                  if form.exponent else [])  # fmt: skip
     return [*keys, "metric", "k", "n_models", "S_min", "S_max", *form.columns, *intervals, "snr", *documents,
-            *SIZE_LEVEL_COLUMNS, *(["not_identified"] if form.bounds else []), "noise", "note"]  # fmt: skip
+            *SIZE_LEVEL_COLUMNS, *(["not_identified"] if form.bounds else []), "noise", "ci_note", "note"]  # fmt: skip
 
 
 def contrasts_table(
@@ -168,7 +171,7 @@ def _contrast(
     documents = (law_documents(group_a, replicates), law_documents(group_b, replicates))
     contrast = exponent_contrast(form, sizes, (fit_a.law, fit_b.law), ys, (reps_a[:n], reps_b[:n]), noise, keys, refits,
                                  documents)  # fmt: skip
-    return {
+    row = {
         "metric": first.law,
         "k": first.k,
         "versus": second.law,
@@ -177,6 +180,9 @@ def _contrast(
         "alpha_versus": fit_b.value(form.exponent),
         **contrast.row(level),
     }
+    if why := "; ".join(filter(None, (biased_models(group_a), biased_models(group_b)))):
+        row.update(ci_low=math.nan, ci_high=math.nan, p_value=math.nan, note=f"{first.law}: {why}")  # as its fit's
+    return row
 
 
 contrast_row = _contrast  # one paired contrast of two laws, for tables that read a few (paper_claims)
@@ -225,7 +231,10 @@ TABLES = [
             "residual sum of squares in log space and ``lof_p`` its sign-flip test over the documents' own errors. "
             "``lof_n_eff``: the effective number of documents (Kish) the test rests on; under 20 the lack of fit "
             "is not testable, whichever test the law takes (every law here, the histogram statistics' included): "
-            "``lof_p`` is empty, ``lof_q`` still reported. ``alpha_ci_*_documents``: the interval documents (and seeds) alone "
+            "``lof_p`` is empty, ``lof_q`` still reported. ``ci_note``: why a fitted law has no intervals (every "
+            "``*_ci_*`` and ``ci_mc_error`` empty): some model's statistic has no interval of its own in "
+            "metrics.csv (its replicates biased under resampling, the per-model rule), and the law's refits read "
+            "those same replicates; it names the models. ``alpha_ci_*_documents``: the interval documents (and seeds) alone "
             "give, for comparison. A law of as many sizes as parameters has no size level (``noise`` says so). "
             "``snr``: standard deviation of log y across the sizes over the "
             "mean bootstrap standard deviation of log y of one model; below ``figures.snr_threshold`` the law "
@@ -252,7 +261,9 @@ TABLES = [
             "coincidence (alpha of -log RBP_k minus alpha of cross-entropy, every k), and the laws of the error "
             "entropy and of the fitted lognormal's entropy and -log P(R = 1) against cross-entropy and "
             "-log RBP_1 (``versus``, ``versus_k``). A family of one size has no law: one row per dataset says so "
-            "in ``note``."
+            "in ``note``. Where either law's fit has no interval (powerlaw_fits.csv's ``ci_note``: some model's "
+            "statistic biased under resampling), the contrast has none either (``ci_low``, ``ci_high``, ``p_value`` "
+            "empty) and ``note`` says why."
         ),
     ),
     Table(

@@ -40,7 +40,7 @@ def metrics_table(summaries: Iterable[Summary], replicates: Replicates | None, l
                 ok, note = reliability(got, s.n_eff_documents, s.n_documents, method)
                 rows.append({**base, "few_documents": bool(s.n_eff_documents < FEW_DOCUMENTS), "metric": metric.name,
                              "k": k, "value": float(v), "ci_low": got.low, "ci_high": got.high,
-                             "ci_mc_error": got.mc_error, "replicates": int(count), "ci_method": method,
+                             "ci_mc_error": got.mc_error, "replicates": int(count), "ci_method": got.method or method,
                              "ci_reliable": ok, "ci_note": note,
                              "quantization": s.quantization})  # fmt: skip
     df = optional_columns(typed(pd.DataFrame(rows)), "quantization")  # only where some model is a GGUF's
@@ -67,19 +67,23 @@ TABLES = [
             "of document sums: the cluster-robust CR2 variance of the documents' own rates with a t quantile on "
             "Bell and McCaffrey's degrees of freedom, which fall as a few documents dominate; exact, so "
             "``ci_mc_error`` 0), ``bca`` for the rank histogram's statistics (BCa over the document bootstrap of "
-            "``replicates`` replicates, ``analysis.lognormal.replicates``, with the jackknife over documents; empty "
-            f"where the statistic is biased under resampling, |z0| > {BIAS_LIMIT:g}: no valid interval). ``ee``, "
+            "``replicates`` replicates, ``analysis.lognormal.replicates``, with the jackknife over documents) where "
+            "BCa is stable under a redraw of the replicates (the jackknife's bias within half of "
+            f"{BIAS_LIMIT:g} of its SE, BCa's levels resolved by the replicates), ``jackknife_t`` where it is not "
+            "(the estimate -/+ t times the jackknife's SE over documents, t on the documents' Bell-McCaffrey degrees "
+            "of freedom; exact, ``ci_mc_error`` 0), empty where the statistic is biased under resampling beyond "
+            f"{2 * BIAS_LIMIT:g} of an SE: no valid interval). ``ee``, "
             "``self_alignment`` and ``confidence`` are the jackknife over documents of their plug-in values (whose "
-            "bias was 1-6 SDs), their replicates the same estimator's, recentred on it, so z0 is its residual bias; "
-            "``bc`` where a table is built without the "
-            f"documents' sums. ``ci_reliable``: False for a ``bca`` or ``bc`` interval (they covered 52-96% on the "
-            f"run's own documents), where there is no interval, or under {RELIABLE_DOCUMENTS:g} "
+            "bias was 1-6 SDs), their replicates the same estimator's, recentred on it, and their bias is that "
+            "estimator's residual bias; ``bc`` where a table is built without the "
+            f"documents' sums. ``ci_reliable``: False for a ``bca``, ``jackknife_t`` or ``bc`` interval (BCa covered "
+            f"52-96% on the run's own documents), where there is no interval, or under {RELIABLE_DOCUMENTS:g} "
             f"effective documents or where n_documents / n_eff_documents exceeds {RELIABLE_DESIGN_EFFECT:g} "
             "(uneven lengths: a few documents hold most tokens), "
             "where no method reached 93% coverage on the run's own documents; ``ci_note`` says why. "
             "``ci_mc_error``: the Monte Carlo standard error of the interval's ends as a share of its width (the "
-            "larger end's; a grouped jackknife over the replicates), how far another draw of as many replicates "
-            "would move them. ``quantization`` (where "
+            "larger end's; for BCa the delta method at its adjusted levels, z0's own Monte Carlo error included), "
+            "how far another draw of as many replicates would move them; never infinite. ``quantization`` (where "
             "some model is a GGUF file's): its quantization type (e.g. Q4_1; its ranks are those of the dequantized "
             "weights), empty for the other models."
         ),

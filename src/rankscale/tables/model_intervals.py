@@ -8,15 +8,25 @@ import math
 
 import numpy as np
 
-from rankscale.intervals import BIAS_LIMIT, PROBABILITY, ModelInterval, bca, cr2_intervals, unreliable_design
+from rankscale.intervals import (
+    BIAS_LIMIT,
+    JACKKNIFE_T,
+    PROBABILITY,
+    ModelInterval,
+    bca,
+    bell_mccaffrey_df,
+    cr2_intervals,
+    unreliable_design,
+)
 from rankscale.metrics import Metric
-from rankscale.statistics import Totals
+from rankscale.statistics import TOKENS, Totals
 from rankscale.summary import Summary, left_out
 from rankscale.tables.base import Replicates
 
 CR2_T = "cr2_t"  # `ci_method` of a ratio's interval (`rankscale.intervals.cr2_t`)
 BCA = "bca"  # of a bootstrap interval with the jackknife's acceleration
 BC = "bc"  # of one without (tables built without unit totals): bias-corrected percentiles, acceleration 0
+# a histogram statistic where BCa is unstable: `rankscale.intervals.JACKKNIFE_T` (`ModelInterval.method`)
 
 
 def interval_method(metric: Metric, units: Totals | None) -> str:
@@ -46,12 +56,15 @@ def metric_intervals(
 def bootstrap_interval(summary: Summary, name: str, reps: np.ndarray, value: float, replicates: Replicates,
                        level: float, limit: float = BIAS_LIMIT) -> ModelInterval:  # fmt: skip
     """BCa of one statistic from its replicates and, where the unit totals hold it, its jackknife over documents
-    (else BC); no interval past `limit` of |z0| (a histogram statistic's bias: `rankscale.intervals.BIAS_LIMIT`)."""
+    (else BC); with a `limit` (a histogram statistic's bias: `rankscale.intervals.BIAS_LIMIT`), BCa only where it is
+    stable, else the jackknife t on the documents' Bell-McCaffrey df, or none (`rankscale.intervals.stable_choice`)."""
     units = replicates.units.get(summary.key)
-    jackknife = np.zeros(0)
+    jackknife, df = np.zeros(0), math.nan
     if units is not None and left_out(name) in units:
         jackknife = np.asarray(units[left_out(name)], dtype=np.float64)
-    return bca(reps, value, jackknife, level, limit)
+        if TOKENS.name in units:
+            df = bell_mccaffrey_df(np.asarray(units[TOKENS.name], dtype=np.float64))
+    return bca(reps, value, jackknife, level, limit, df)
 
 
 def ratio_intervals(metric: Metric, units: Totals, values: np.ndarray, level: float,
@@ -99,6 +112,8 @@ def one_model_interval(replicates: Replicates, model: str, dataset: str, metric:
 BCA_SHORT = ("BCa of a rank-histogram statistic covered 52-96% on the run's own documents (the lognormal's entropy "
              "91-93% on HumanEval's, the error entropy 96% at n_eff 133 but 83-86% at 22-41): read it as a lower "
              "bound on the uncertainty")  # fmt: skip
+JACKKNIFE_SHORT = ("the jackknife t of a rank-histogram statistic where BCa is unstable: its coverage on the run's own "
+                   "documents is not measured")  # fmt: skip
 
 
 def reliability(found: ModelInterval, n_eff: float, n_documents: int, method: str) -> tuple[bool, str]:
@@ -110,5 +125,6 @@ def reliability(found: ModelInterval, n_eff: float, n_documents: int, method: st
         return False, found.note
     if found.low == found.high:  # no spread: the point is its interval, exactly (RBP_|V| = 1)
         return True, found.note
-    why = unreliable_design(n_eff, n_documents) or ("" if method == CR2_T else BCA_SHORT)
+    short = JACKKNIFE_SHORT if found.method == JACKKNIFE_T else BCA_SHORT
+    why = unreliable_design(n_eff, n_documents) or ("" if method == CR2_T else short)
     return not why, "; ".join(filter(None, [why, found.note]))  # a one-sided bound says so
