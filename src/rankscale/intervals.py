@@ -25,14 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-# Below this many effective documents (Kish's), or where the documents' lengths are so uneven that Kish's design
-# effect n / n_eff exceeds RELIABLE_DESIGN_EFFECT, metrics.csv marks one model's interval `ci_reliable` False. On the
-# run's own documents (benchmarks/model_interval_coverage.py) pydoc's (design effect 4.1: one document of a third of
-# the tokens) covered 89.6-97.3% at n_eff 7 and 90.7-98.0% at 14, and the few corpora of its documents that pass a laxer
-# rule (n_eff >= 10 or 15, design effect <= 2: those that lack its longest documents) covered 62-86%; HumanEval's
-# (1.3) covered 94.0-96.1% from n_eff 22 up. A sample cannot see the long documents its population has and it lacks.
-RELIABLE_DOCUMENTS = 20.0
-RELIABLE_DESIGN_EFFECT = 2.0
+from rankscale.limits import BIAS_LIMIT, RELIABLE_DESIGN_EFFECT, RELIABLE_DOCUMENTS  # noqa: F401  (re-exported)
 
 
 def unreliable_design(n_eff: float, n_documents: int) -> str:
@@ -196,12 +189,6 @@ def acceleration(jackknife: np.ndarray) -> float:
 ONE_SIDED = "bootstrap replicates lie on one side of the estimate"
 
 
-# The largest |z0| (the estimate's share of replicates below it, as a Normal quantile) at which a BCa interval of a
-# histogram statistic is reported. Error entropy, self-alignment and confidence sit 1-2 bootstrap SDs from their
-# replicates' mean on the run's documents (a bias the plug-in estimate has too), and there BCa covered none of the
-# truths, however small z0 happened to be; the lognormal's statistics (|z0| < 0.25 in 97% of corpora) covered
-# 94-97% (benchmarks/model_interval_coverage.py).
-BIAS_LIMIT = 0.25
 
 
 def bca_levels(

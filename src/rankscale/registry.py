@@ -1,29 +1,37 @@
 """A name -> entry registry that refuses a duplicate name and lists what it has when a name is unknown.
 
-TABLES and FIGURES are built from every topic module's list; a dict comprehension would let a second entry
-of one name replace the first in silence (one table computed, another's file name). lm-eval's task registry
-refuses duplicates the same way.
+Every extension point (TABLES, FIGURES, METRICS, FORMS, SOURCES, STRATA) is one: an entry is added with
+`register`, never by item assignment, so a second entry of a name (a recipe's `METRICS["ce"] = ...`) fails,
+naming both, instead of replacing a built-in in silence. lm-eval's task registry refuses duplicates the same way.
+An entry that names its implementation as "module:function" has it imported by `resolve`, by the job that runs it.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
 
 class Registry(Mapping[str, T], Generic[T]):
-    """Read-only, in registration order."""
+    """Read-only but for `register`, in registration order."""
 
-    def __init__(self, kind: str, entries: Iterable[T], name: Callable[[T], str]) -> None:
+    def __init__(self, kind: str, entries: Iterable[T] = (), name: Callable[[T], str] = lambda e: e.name) -> None:
         self.kind = kind
+        self._name = name
         self._entries: dict[str, T] = {}
         for entry in entries:
-            key = name(entry)
-            if key in self._entries:
-                raise ValueError(f"two {kind}s are registered as {key!r}: {self._entries[key]!r} and {entry!r}")
-            self._entries[key] = entry
+            self.register(entry)
+
+    def register(self, entry: T) -> T:
+        """Add `entry` under its name; a name registered already is refused, naming both entries."""
+        key = self._name(entry)
+        if key in self._entries:
+            raise ValueError(f"two {self.kind}s are registered as {key!r}: {self._entries[key]!r} and {entry!r}")
+        self._entries[key] = entry
+        return entry
 
     def __getitem__(self, key: str) -> T:
         try:
@@ -36,3 +44,14 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}: {', '.join(self._entries)})"
+
+
+def resolve(target: str) -> Any:
+    """The object a "module:function" string names, imported now."""
+    module, _, attribute = target.partition(":")
+    if not module or not attribute:
+        raise ValueError(f"{target!r} is not a 'module:function' name")
+    return getattr(importlib.import_module(module), attribute)

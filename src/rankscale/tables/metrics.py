@@ -9,11 +9,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.intervals import BIAS_LIMIT, RELIABLE_DESIGN_EFFECT, RELIABLE_DOCUMENTS, ModelInterval
+from rankscale.intervals import ModelInterval
 from rankscale.metrics import METRICS
-from rankscale.sections import LAWS
 from rankscale.summary import FEW_DOCUMENTS, Summary
-from rankscale.tables.base import Replicates, Table, optional_columns, typed
+from rankscale.tables.base import Replicates, TableInputs, optional_columns, typed
 from rankscale.tables.model_intervals import interval_method, metric_intervals, reliability
 
 
@@ -47,39 +46,6 @@ def metrics_table(summaries: Iterable[Summary], replicates: Replicates | None, l
     return df.sort_values(["family", "dataset", "metric", "k", "S", "D"], kind="stable").reset_index(drop=True)
 
 
-TABLES = [
-    Table(
-        name="metrics",
-        section=LAWS,
-        build=lambda inputs: metrics_table(inputs.summaries, inputs.replicates, **inputs.declared()),
-        resampled=True,
-        settings=("level",),
-        caption=(
-            "Tidy metrics: one row per model, dataset and metric. ``metric = rbp`` rows give RBP_k "
-            "(fraction of scored tokens whose correct token ranks <= k) on a log-spaced k grid from 1 to "
-            "the vocabulary size; ``metric = ce`` rows give the cross-entropy in nats per token, ``metric = bpb`` "
-            "the same in bits per UTF-8 byte of the scored targets' text (comparable across tokenizers). S is the number of "
-            "non-embedding parameters; n_tokens the number of scored tokens, n_documents their documents and "
-            "n_eff_documents Kish's effective number of them, (sum n_d)^2 / sum n_d^2; ``few_documents``: under "
-            f"{FEW_DOCUMENTS:g} effective documents, where the intervals rest on their small-sample correction and a "
-            "law's lack of fit is tested from the documents themselves. ``ci_low``, ``ci_high``: the "
-            "``analysis.bootstrap.level`` interval, by ``ci_method``: ``cr2_t`` for RBP_k, CE and bits per byte (ratios "
-            "of document sums: the cluster-robust CR2 variance of the documents' own rates with a t quantile on "
-            "Bell and McCaffrey's degrees of freedom, which fall as a few documents dominate; exact, so "
-            "``ci_mc_error`` 0), ``bca`` for the rank histogram's statistics (BCa over the document bootstrap of "
-            "``replicates`` replicates, ``analysis.lognormal.replicates``, with the jackknife over documents; empty "
-            f"where the statistic is biased under resampling, |z0| > {BIAS_LIMIT:g}, as error entropy, self-alignment and "
-            "confidence are: no valid interval), ``bc`` where a table is built without the "
-            f"documents' sums. ``ci_reliable``: False for a ``bca`` or ``bc`` interval (they covered 79-96% on the "
-            f"run's own documents), where there is no interval, or under {RELIABLE_DOCUMENTS:g} "
-            f"effective documents or where n_documents / n_eff_documents exceeds {RELIABLE_DESIGN_EFFECT:g} "
-            "(uneven lengths: a few documents hold most tokens), "
-            "where no method reached 93% coverage on the run's own documents; ``ci_note`` says why. "
-            "``ci_mc_error``: the Monte Carlo standard error of the interval's ends as a share of its width (the "
-            "larger end's; a grouped jackknife over the replicates), how far another draw of as many replicates "
-            "would move them. ``quantization`` (where "
-            "some model is a GGUF file's): its quantization type (e.g. Q4_1; its ranks are those of the dequantized "
-            "weights), empty for the other models."
-        ),
-    ),
-]
+def build_metrics(inputs: TableInputs) -> pd.DataFrame:
+    """metrics.csv from its job's inputs (its entry: rankscale.tables.entries.metrics)."""
+    return metrics_table(inputs.summaries, inputs.replicates, **inputs.declared())
