@@ -144,16 +144,6 @@ def module_closure(*scripts: Path) -> list[Path]:
     return sorted(seen.values())
 
 
-def implementations(targets: Iterable[str]) -> list[Path]:
-    """The module files of registry entries' "module:function" implementations (`rankscale.registry.resolve`): a
-    job imports its entry's module by name, which no import statement of its script shows, so its digest adds them."""
-    files = {target: _module_file(target.partition(":")[0]) for target in targets}
-    missing = sorted(target for target, file in files.items() if file is None)
-    if missing:
-        raise ValueError(f"no package module for {missing}")
-    return sorted({file for file in files.values() if file is not None})
-
-
 def code_digest(*scripts: Path) -> str:
     """A digest of the scripts and every package module they import, blind to formatting, comments and docstrings."""
     files: Iterable[Path] = [*scripts, *module_closure(*scripts)]

@@ -9,7 +9,9 @@ An entry that names its implementation as "module:function" has it imported by `
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -18,16 +20,16 @@ T = TypeVar("T")
 class Registry(Mapping[str, T], Generic[T]):
     """Read-only but for `register`, in registration order."""
 
-    def __init__(self, kind: str, entries: Iterable[T] = (), name: Callable[[T], str] = lambda e: e.name) -> None:
+    def __init__(self, kind: str, entries: Iterable[T] = (), key_of: Callable[[T], str] = lambda e: e.name) -> None:
         self.kind = kind
-        self._name = name
+        self._key_of = key_of  # an entry's name
         self._entries: dict[str, T] = {}
         for entry in entries:
             self.register(entry)
 
     def register(self, entry: T) -> T:
         """Add `entry` under its name; a name registered already is refused, naming both entries."""
-        key = self._name(entry)
+        key = self._key_of(entry)
         if key in self._entries:
             raise ValueError(f"two {self.kind}s are registered as {key!r}: {self._entries[key]!r} and {entry!r}")
         self._entries[key] = entry
@@ -55,3 +57,16 @@ def resolve(target: str) -> Any:
     if not module or not attribute:
         raise ValueError(f"{target!r} is not a 'module:function' name")
     return getattr(importlib.import_module(module), attribute)
+
+
+def implementations(targets: Iterable[str]) -> list[Path]:
+    """The module files of "module:function" implementations, found without importing them: a job imports its entry's
+    module by name, which no import statement of its script shows, so its code digest
+    (`rankscale.fingerprint.code_digest`) takes these files too."""
+    files = set()
+    for target in targets:
+        spec = importlib.util.find_spec(target.partition(":")[0])
+        if spec is None or spec.origin is None:
+            raise ValueError(f"no module for {target!r}")
+        files.add(Path(spec.origin))
+    return sorted(files)

@@ -23,7 +23,8 @@ if SRC not in sys.path:
 from rankscale.config import SCHEMA_PATH  # noqa: E402
 from rankscale.downloads import extraction_downloads, hub_downloads  # noqa: E402
 from rankscale.tokenizer_pin import pin_record  # noqa: E402
-from rankscale.fingerprint import code_digest, implementations  # noqa: E402
+from rankscale.fingerprint import code_digest  # noqa: E402
+from rankscale.registry import implementations  # noqa: E402
 from rankscale import manifest as manifest_module  # noqa: E402
 from rankscale.layout import Layout  # noqa: E402
 from rankscale.plan import (  # noqa: E402

@@ -53,13 +53,13 @@ class FigureData:
         cls,
         settings: FigureSettings,
         tables: dict[str, pd.DataFrame],
-        replicates: Replicates | None = None,
-        hists: dict[tuple[str, str], np.ndarray] | None = None,
+        replicates: Replicates | None,
+        hists: dict[tuple[str, str], np.ndarray],
     ) -> FigureData:
         """A figure job's data: its settings' datasets, models, form, level, refits and seed, with what it read."""
         return cls(tables=tables, datasets=settings.datasets, models=settings.models, form=settings.form,
                    level=settings.level, refits=settings.refits, seed=settings.seed, replicates=replicates,
-                   hists=hists or {})  # fmt: skip
+                   hists=hists)  # fmt: skip
 
     @property
     def fits_form(self) -> FitForm:

@@ -20,20 +20,6 @@ from typing import TYPE_CHECKING, Any
 from rankscale.atomic import atomic_path
 from rankscale.registry import Registry
 from rankscale.tables.declaration import Table, TableSettings
-from rankscale.tables.entries import (
-    claims,
-    cross_family,
-    distribution,
-    emergence,
-    extrapolation,
-    families,
-    laws,
-    metrics,
-    seeds,
-    strata,
-    tokens,
-    training,
-)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,20 +27,23 @@ if TYPE_CHECKING:
     from rankscale.summary import Summary
     from rankscale.tables.base import Replicates
 
-MODULES = (
-    metrics,
-    laws,
-    claims,
-    extrapolation,
-    cross_family,
-    families,
-    distribution,
-    emergence,
-    training,
-    seeds,
-    strata,
-    tokens,
+# the topics, in the order their tables are listed; each declares its tables in rankscale.tables.entries.<topic>
+# (imported by name, so that `rankscale.tables.<topic>` stays the topic's implementation module)
+TOPICS = (
+    "metrics",
+    "laws",
+    "claims",
+    "extrapolation",
+    "cross_family",
+    "families",
+    "distribution",
+    "emergence",
+    "training",
+    "seeds",
+    "strata",
+    "tokens",
 )
+MODULES = tuple(importlib.import_module(f"rankscale.tables.entries.{topic}") for topic in TOPICS)
 TABLES: Registry[Table] = Registry("table", (t for module in MODULES for t in module.TABLES), lambda t: t.name)
 
 # what a table job imports, by name, when it asks for it (PEP 562): `import rankscale.tables` stays light
