@@ -8,6 +8,7 @@ An entry that names its implementation as "module:function" has it imported by `
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -34,6 +35,15 @@ class Registry(Mapping[str, T], Generic[T]):
             raise ValueError(f"two {self.kind}s are registered as {key!r}: {self._entries[key]!r} and {entry!r}")
         self._entries[key] = entry
         return entry
+
+    @contextlib.contextmanager
+    def added(self, entry: T) -> Iterator[T]:
+        """`entry` registered for the length of a `with` block (a test's form or metric), then gone again."""
+        self.register(entry)
+        try:
+            yield entry
+        finally:
+            del self._entries[self._key_of(entry)]
 
     def __getitem__(self, key: str) -> T:
         try:
