@@ -23,8 +23,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
+from scipy import special, stats
 
+from rankscale.bootstrap import kish_documents
 from rankscale.limits import BIAS_LIMIT, RELIABLE_DESIGN_EFFECT, RELIABLE_DOCUMENTS  # noqa: F401  (re-exported)
 
 
@@ -39,6 +40,8 @@ def unreliable_design(n_eff: float, n_documents: int) -> str:
                 f"{n_documents / n_eff:.1f} > {RELIABLE_DESIGN_EFFECT:g}), where intervals covered under 93% on "
                 "the run's own documents")  # fmt: skip
     return ""
+
+
 MC_GROUPS = 20  # groups of replicates the Monte Carlo error's jackknife deletes one at a time
 
 
@@ -87,22 +90,68 @@ def cr2_t(rates: np.ndarray, weights: np.ndarray, estimate: np.ndarray, level: f
 
 UNBOUNDED = (-math.inf, math.inf)
 PROBABILITY = (0.0, 1.0)  # a share of tokens or windows
+DIFFERENCE = (-1.0, 1.0)  # a difference of two shares of the same tokens (token_churn's net)
 
 
 def cr2_intervals(rates: np.ndarray, weights: np.ndarray, estimate: np.ndarray, level: float,
-                  bounds: tuple[float, float] = UNBOUNDED) -> list[ModelInterval]:  # fmt: skip
+                  bounds: tuple[float, float] = UNBOUNDED, certain: np.ndarray | None = None) -> list[ModelInterval]:  # fmt: skip
     """`cr2_t` as one `ModelInterval` per column of `rates` [U, K] (exact: Monte Carlo error 0); documents of no
     weight drop out, and with fewer than two left there is no interval, said so. The ends are clipped to `bounds`,
     the range the population value can take (RBP_k near 1 would otherwise reach past 1): the value lies inside
-    it, so the clipped interval holds it exactly when the unclipped one does."""
+    it, so the clipped interval holds it exactly when the unclipped one does. A share (`bounds` PROBABILITY) whose
+    every document sits at 0 (or 1), or a difference of shares (DIFFERENCE) at 0 in every document, has no CR2
+    variance: it gets `boundary_bound`'s instead, unless `certain` (per column) says the value holds by
+    construction (RBP_|V| = 1), where the point is its interval."""
     w = np.asarray(weights, dtype=np.float64)
     r = np.where(w[:, None] > 0, np.asarray(rates, dtype=np.float64).reshape(len(w), -1), 0.0)
-    low, high, df = cr2_t(r, w / w.sum() if w.sum() > 0 else w, np.asarray(estimate, dtype=np.float64).ravel(), level)
+    point = np.asarray(estimate, dtype=np.float64).ravel()
+    low, high, df = cr2_t(r, w / w.sum() if w.sum() > 0 else w, point, level)
     low, high = np.clip(low, *bounds), np.clip(high, *bounds)
     exact = bool(np.isfinite(df))
     note = "" if exact else "fewer than two documents with tokens: no interval"
-    return [ModelInterval(float(lo), float(hi), 0.0 if exact else math.nan, note)
-            for lo, hi in zip(np.ravel(low), np.ravel(high), strict=True)]  # fmt: skip
+    out = [ModelInterval(float(lo), float(hi), 0.0 if exact else math.nan, note)
+           for lo, hi in zip(np.ravel(low), np.ravel(high), strict=True)]  # fmt: skip
+    edges = {PROBABILITY: PROBABILITY, DIFFERENCE: (0.0,)}.get(tuple(bounds), ())  # where a zero variance is no proof
+    if not edges or not np.any(w > 0):
+        return out
+    fixed = np.zeros(len(out), dtype=bool) if certain is None else np.asarray(certain, dtype=bool).ravel()
+    for j, value in enumerate(point):
+        if value in edges and not fixed[j] and np.all(r[w > 0, j] == value):
+            out[j] = boundary_bound(float(value), w, level, tuple(bounds) == DIFFERENCE)
+    return out
+
+
+def boundary_bound(observed: float, weights: np.ndarray, level: float, difference: bool = False) -> ModelInterval:
+    """The interval of a share observed as exactly 0 (or 1) in every document (`weights`: each document's trials,
+    tokens or windows): [0, upper] ([lower, 1]), the one-sided Clopper-Pearson bound at 1 - (1 - level) / 2 (the
+    two-sided interval's end, the other end being the bound itself) with Kish's effective number of documents as
+    its trials. A `difference` of two shares at 0 in every document gets [-upper, upper]: a document's difference
+    Y lies in [-1, 1], so it is 0 with probability at most 1 - |E Y|, as a share is 0 with at most 1 - E share.
+
+    Why documents, not tokens: without a hit nothing measures how strongly the tokens (overlapping windows) of one
+    document go together, so the bound must hold for every intra-document correlation. At the worst, correlation 1,
+    each document is one Bernoulli trial of the share, and no hit anywhere has probability (1 - p)^U over its U
+    documents; any weaker correlation makes a zero rarer (E (1 - p_u)^d <= 1 - E p_u: (1 - p)^d is convex), so
+    Clopper-Pearson on U trials holds its level for every distribution of the documents' own rates. Kish's
+    n_eff = (sum w)^2 / sum w^2 <= U is the binomial sample size with the weighted share's variance at that
+    correlation (Korn & Graubard 1998's effective sample size, whose design effect a zero cannot estimate); it is
+    exact for equal documents and wider than U's bound otherwise, which keeps it honest where the long documents
+    have the higher rates. Wilson's bound is not exact at 0 and the beta-binomial's would need the correlation a
+    zero does not show. The price: tokens count for nothing, so 0 hits in 35,535 windows of HumanEval's 164
+    documents bound the rate by 2.8%, not by the 0.01% independent windows would (benchmarks/zero_bound_coverage.py
+    measures it)."""
+    w = np.asarray(weights, dtype=np.float64)
+    w = w[w > 0]
+    n_eff = kish_documents(w)
+    tail = (1.0 - level) / 2.0
+    end = float(stats.beta.ppf(1.0 - tail, 1.0, n_eff))  # Clopper-Pearson's upper end at 0 successes of n_eff
+    how = (f"{1 - tail:.1%} Clopper-Pearson bound on the {n_eff:.1f} effective documents as trials (of {w.size}: "
+           "a document's tokens may all go together)")  # fmt: skip
+    if difference:
+        return ModelInterval(-end, end, 0.0, f"observed 0 in every document: both ends the one-sided {how}")
+    if observed == 0.0:
+        return ModelInterval(0.0, end, 0.0, f"observed 0 in every document: one-sided upper {how}")
+    return ModelInterval(1.0 - end, 1.0, 0.0, f"observed 1 in every document: one-sided lower {how}")
 
 
 def _unit_rates(numerators: np.ndarray, denominators: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
@@ -187,8 +236,6 @@ def acceleration(jackknife: np.ndarray) -> float:
 
 
 ONE_SIDED = "bootstrap replicates lie on one side of the estimate"
-
-
 
 
 def bca_levels(

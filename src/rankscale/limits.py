@@ -13,10 +13,11 @@ RELIABLE_DOCUMENTS = 20.0
 RELIABLE_DESIGN_EFFECT = 2.0
 
 # The largest |z0| (the estimate's share of replicates below it, as a Normal quantile) at which a BCa interval of a
-# histogram statistic is reported. Error entropy, self-alignment and confidence sit 1-2 bootstrap SDs from their
-# replicates' mean on the run's documents (a bias the plug-in estimate has too), and there BCa covered none of the
-# truths, however small z0 happened to be; the lognormal's statistics (|z0| < 0.25 in 97% of corpora) covered
-# 94-97% (benchmarks/model_interval_coverage.py).
+# histogram statistic is reported. The plug-in error entropy, self-alignment and confidence sat 1-6 bootstrap SDs
+# from the truth on the run's documents, and there BCa covered none of the truths; the summaries now report their
+# jackknife over documents with replicates recentred on it (`rankscale.decomposition_jackknife`), whose z0 is the
+# estimator's residual bias (benchmarks/histogram_bias.py). The lognormal's statistics (|z0| < 0.25 in 97% of
+# corpora) covered 94-97% (benchmarks/model_interval_coverage.py).
 BIAS_LIMIT = 0.25
 
 # Below this many effective documents a dataset is marked `few_documents` in metrics.csv: there the document

@@ -19,6 +19,7 @@ from scipy import sparse
 
 from rankscale.bootstrap import BLOCK, Resampling, kish_documents, replicate_totals
 from rankscale.conjecture import distribution_replicates, distribution_statistics, rank_sums
+from rankscale.decomposition_jackknife import corrected_decomposition
 from rankscale.identity import OWN_SHA
 from rankscale.lognormal import DegenerateRanks
 from rankscale.metrics import document_statistics
@@ -198,6 +199,11 @@ def summarize(
     replicates.update(distribution_replicates(*by_row, blocks, distribution, law_k, settings.truncate))
     jackknife = leave_one_out(units, lambda w: distribution_replicates(*by_row, w, distribution, law_k,
                                                                       settings.truncate))  # fmt: skip
+    # CE's decomposition by its jackknife over documents, point and replicates (the plug-in's leave-one-out values
+    # above stay as BCa's acceleration: the same influence to first order)
+    corrected, corrected_reps = corrected_decomposition(*by_row, units, resampling.draws(settings.distribution_replicates))
+    distribution = replace(distribution, **corrected)
+    replicates.update(corrected_reps)
     sums = {name: value.sum(axis=0) for name, value in stats.items()}
     run_total, run_hit = sums[RUN_WINDOWS.name], sums[RUN_HITS.name]
     runs = [

@@ -17,7 +17,7 @@ from rankscale.statistics import PAIRS_BOTH_HIT, PAIRS_PREV_HIT, RUN_HITS, RUN_W
 from rankscale.summary import Summary
 from rankscale.tables.base import Replicates, TableInputs, interval_columns, rows_frame, typed, with_intervals
 from rankscale.tables.lawkit import exponent_contrast
-from rankscale.tables.model_intervals import design_columns, ratio_intervals
+from rankscale.tables.model_intervals import certain, design_columns, ratio_intervals
 from rankscale.tables.noise import LawNoise, Noise
 from rankscale.tables.selection import FitIndex, LawKey, finals_of, size_note
 
@@ -98,9 +98,10 @@ def _run_intervals(s: Summary, row: dict[str, Any], replicates: Replicates,
         i, j = s.emergence_k.index(row["k"]), s.emergence_N.index(row["N"])
         found["empirical"] = ratio_of_sums(units[RUN_HITS][:, i, j], units[RUN_WINDOWS][:, j], level, PROBABILITY)[0]
         values = RBP.compute(Totals({key: np.asarray(units[key]).sum(axis=0) for key in units}))
-        rbp = ratio_intervals(RBP, units, values, level)[s.k.index(row["k"])]
+        rbp = ratio_intervals(RBP, units, values, level, certain(RBP, s.k, s.vocab_size))[s.k.index(row["k"])]
         low, high = (max(end, 0.0) ** row["N"] if np.isfinite(end) else math.nan for end in (rbp.low, rbp.high))
         found["predicted"] = ModelInterval(low, high, 0.0, rbp.note)
+        found.update(_zero_rate_bounds(units, row, i, found["empirical"], rbp, level))
         left = Totals(leave_one_out(units))
         with np.errstate(invalid="ignore", divide="ignore"):
             rates = RBP.compute(left)[:, s.k.index(row["k"])]
@@ -111,9 +112,33 @@ def _run_intervals(s: Summary, row: dict[str, Any], replicates: Replicates,
     for name, values in samples.items():
         got = found.get(name) or bca(values, row[name], jackknife.get(name, np.zeros(0)), level)
         out.update({f"{name}_ci_low": got.low, f"{name}_ci_high": got.high})
-        if got.note and not (np.isfinite(got.low) and np.isfinite(got.high)):
+        if got.note and (np.isnan(got.low) or np.isnan(got.high)):
             missing.append(f"{name}: no interval, {got.note}")
+        elif got.note:  # a share at 0 (or 1) in every document: its one-sided bound, and how it was derived
+            missing.append(f"{name}: {got.note}")
     return out, missing
+
+
+def _zero_rate_bounds(units: Totals, row: dict[str, Any], i: int, empirical: ModelInterval, rbp: ModelInterval,
+                      level: float) -> dict[str, ModelInterval]:  # fmt: skip
+    """Bounds of the row's quantities that are 0 because no document has a hit (their replicates all 0, where BCa
+    would give [0, 0]): the ratio empirical / predicted at an empirical 0 is below the run rate's one-sided bound
+    over RBP_k^N's lower end; the Markov rate at no pair of hits below RBP_k's upper end times the one-sided bound
+    of P(hit | previous hit) (`boundary_bound` over the pairs) to the N - 1. Each end joins two 97.5% ends, so it
+    holds at 95% at least (Bonferroni)."""
+    out = {}
+    if row["empirical"] == 0 and empirical.note and np.isfinite(empirical.high):
+        low = max(rbp.low, 0.0) ** row["N"]
+        why = ("0: upper end the run rate's bound over predicted's lower end" if low > 0 else
+               "0: no finite upper end, predicted's lower end being 0")  # fmt: skip
+        out["ratio_empirical_independent"] = ModelInterval(0.0, empirical.high / low if low > 0 else math.inf, 0.0, why)
+    if row["markov"] == 0 and row["N"] > 1:
+        pairs = ratio_of_sums(units[PAIRS_BOTH_HIT][:, i], units[PAIRS_PREV_HIT][:, i], level, PROBABILITY)[0]
+        if pairs.note and np.isfinite(pairs.high) and np.isfinite(rbp.high):
+            out["markov"] = ModelInterval(0.0, min(rbp.high, 1.0) * pairs.high ** (row["N"] - 1), 0.0,
+                                          f"0, no pair of hits: upper end RBP_k's times P(hit | previous hit)'s "
+                                          f"bound ({pairs.note.split(': ', 1)[1]}) to the N - 1")  # fmt: skip
+    return out
 
 
 def emergence_laws_table(

@@ -23,7 +23,7 @@ from rankscale.summary import MODEL_COLUMNS, Summary
 from rankscale.tables.base import Replicates, TableInputs, rows_frame, typed
 from rankscale.tables.lawkit import exponent_contrast, fit_or_note
 from rankscale.tables.laws import fits_columns, fits_table
-from rankscale.tables.model_intervals import design_columns, ratio_intervals
+from rankscale.tables.model_intervals import certain, design_columns, ratio_intervals
 from rankscale.tables.noise import Noise, law_documents, law_replicates
 from rankscale.tables.selection import finals, note_last, size_note
 
@@ -77,24 +77,29 @@ def strata_table(summaries: Sequence[Summary], replicates: Replicates, level: fl
     for row in frame.to_dict("records"):
         key, index = (row["model"], row["dataset"]), int(row["stratum_index"])
         k = None if pd.isna(row["k"]) else int(row["k"])
-        found, share = stratum_interval(replicates, key, index, row, strata_k[key].index(k) if k is not None else 0, level)
+        found, share = stratum_interval(replicates, key, index, row, strata_k[key], k, level)
+        bounds = [f"{name}: {got.note}" for name, got in (("share", share), ("value", found))
+                  if got.note and np.isfinite(got.low) and np.isfinite(got.high)]  # one-sided bounds say so
+        notes = {**design[key], "ci_note": "; ".join(filter(None, [design[key]["ci_note"], *bounds]))}
         out.append({**row, "share_ci_low": share.low, "share_ci_high": share.high,
-                    "ci_low": found.low, "ci_high": found.high, **design[key]})  # fmt: skip
+                    "ci_low": found.low, "ci_high": found.high, **notes})  # fmt: skip
     columns = [c for c in out[0] if c != "stratum_index"]
     return typed(pd.DataFrame(out))[columns]
 
 
-def stratum_interval(replicates: Replicates, key: tuple[str, str], index: int, row: dict[str, Any], j: int,
-                     level: float) -> tuple[ModelInterval, ModelInterval]:  # fmt: skip
+def stratum_interval(replicates: Replicates, key: tuple[str, str], index: int, row: dict[str, Any], ks: list[int],
+                     k: int | None, level: float) -> tuple[ModelInterval, ModelInterval]:  # fmt: skip
     """(the stratum's metric, its share of the tokens): `rankscale.intervals.ratio_of_sums` of the documents' own
-    sums of the stratum (`j`: the row's index of the strata k), else BCa without acceleration of the replicates."""
+    sums of the stratum (`ks`: the strata k, `k` the row's, None for a metric without k; at 0 or 1 in every
+    document, a one-sided bound), else BCa without acceleration of the replicates."""
     units = replicates.units.get(key)
     metric = METRICS[row["metric"]]
     if units is not None:
         view = stratum_totals(units, index)
         values = np.atleast_1d(metric.compute(stratum_totals(Totals({n: np.asarray(v).sum(axis=0)
                                                                      for n, v in units.items()}), index)))  # fmt: skip
-        found = ratio_intervals(metric, view, values, level)[j]
+        fixed = certain(metric, ks, int(row["vocab_size"])) if metric.per_k else None
+        found = ratio_intervals(metric, view, values, level, fixed)[ks.index(k) if k is not None else 0]
         share = ratio_of_sums(np.asarray(units[STRATA_TOKENS])[:, index], units[TOKENS], level, PROBABILITY)[0]
         return found, share
     totals = replicates.totals[key]

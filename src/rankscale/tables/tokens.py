@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from rankscale.intervals import (
+    DIFFERENCE,
     PROBABILITY,
     UNBOUNDED,
     ModelInterval,
@@ -39,9 +40,11 @@ Counts = dict[str, np.ndarray]
 
 
 def columns_of(name: str, value: float, found: ModelInterval) -> dict[str, Any]:
-    """`name`, its interval's ends and, where it has none, why (folded into the note by `finished`)."""
+    """`name`, its interval's ends and, where it has none, why, or where it is a one-sided bound (a share at 0 or 1
+    in every document: `rankscale.intervals.boundary_bound`), how it was derived (folded into the note by
+    `finished`)."""
     out: dict[str, Any] = {name: value, f"{name}_ci_low": found.low, f"{name}_ci_high": found.high}
-    if found.note and not np.isfinite(found.low):
+    if found.note:
         out[name + WHY] = f"{name}: {found.note}"
     return out
 
@@ -122,7 +125,7 @@ def _churn(r: TrajectoryResult, gained: Any, lost: Any, tokens: Any, level: floa
     """Gained, lost, net and flips as shares of tokens, with intervals (each argument a callable of the counts)."""
     out = ratio(r, gained, tokens, level, "gained")
     out.update(ratio(r, lost, tokens, level, "lost"))
-    out.update(ratio(r, lambda c: gained(c) - lost(c), tokens, level, "net", (-1.0, 1.0)))
+    out.update(ratio(r, lambda c: gained(c) - lost(c), tokens, level, "net", DIFFERENCE))
     out.update(ratio(r, lambda c: gained(c) + lost(c), tokens, level, "flips"))
     return out
 

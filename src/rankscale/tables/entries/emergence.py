@@ -22,7 +22,10 @@ TABLES = [
             "off. Intervals over the documents: ``empirical`` by the cluster-robust t of the documents' own run "
             "rates (as metrics.csv's RBP_k), ``predicted`` RBP_k's to the power N, ``markov`` and the ratio by BCa; "
             "``ci_reliable`` / ``ci_note`` as metrics.csv's for the model's documents; an interval left out "
-            "(BCa finding no valid interval) is named in ``ci_note`` with why."
+            "(BCa finding no valid interval) is named in ``ci_note`` with why. A run rate of 0 in every document "
+            "has no cluster-robust variance: its interval is a one-sided upper bound (Clopper-Pearson on the "
+            "effective number of documents as trials), said so in ``ci_note``, and the ratio and a Markov rate of 0 "
+            "get upper ends from it (``ci_note`` says how)."
         ),
     ),
     Table(

@@ -19,7 +19,8 @@ TABLES = [
             "``n_stratum`` and ``share``: the stratum's scored tokens and their share of the model's; ``metric = "
             "rbp``: RBP_k at the k of ``analysis.law_k``; ``metric = ce``: cross-entropy (nats). Intervals: the "
             "cluster-robust t of the documents' own ratios, as metrics.csv's (``ci_reliable`` / ``ci_note`` as "
-            "there)."
+            "there); a value or share observed as 0 (1) in every document has a one-sided upper (lower) bound, "
+            "which ``ci_note`` names with how it was derived."
         ),
     ),
     Table(
