@@ -1,19 +1,21 @@
-"""Wall time of `snakemake -n` in a finished run's directory, and of what a figure job imports.
+"""Time of `snakemake -n` in finished runs' directories, and of what a figure job imports, before and after a change.
 
-Usage: python benchmarks/dry_run_time.py RUN_DIR [--repeats 5] [--figure fig3_rbp1]
+Usage: python benchmarks/dry_run_time.py RUN_DIR [RUN_DIR ...] [--repeats 5] [--figure fig3_rbp1]
 
-RUN_DIR is a checkout whose results are complete (a copy of the default run), with the src/ and workflow/ to be
-measured; each repeat is a fresh `snakemake -n` process there (PYTHONPATH=RUN_DIR/src), so the time is planning's:
-Python and Snakemake starting, the Snakefile's imports, the configuration stage and the DAG. The figure job's time
-is a fresh interpreter importing what workflow/scripts/figure.py imports, and the figure's plot function (resolved
-from its entry where entries name it "module:function", else taken from the registry, which imported every topic).
-Prints the median and every repeat; the machine's load shows in the spread.
+Each RUN_DIR is a checkout whose results are complete (a copy of the default run) with the src/ and workflow/ to be
+measured; the directories take turns, repeat by repeat, so a change in the machine's load falls on all of them. Each
+repeat is a fresh `snakemake -n` process (PYTHONPATH=RUN_DIR/src): Python and Snakemake starting, the Snakefile's
+imports, the configuration stage and the DAG. The figure job's time is a fresh interpreter importing what
+workflow/scripts/figure.py imports and the figure's plot function (resolved from its entry where entries name it
+"module:function", else the registry's, which imported every topic). Wall time and CPU time (user + system, of the
+child processes: less moved by other work on a shared machine) are medians over the repeats.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -21,42 +23,53 @@ import time
 from pathlib import Path
 
 FIGURE_IMPORTS = """
-import time
+import sys, time
 t = time.perf_counter()
 from rankscale.plots import FIGURES
 from rankscale.summary import SummaryPaths, load_histogram, load_replicates, read_summary
-entry = FIGURES[{figure!r}]
+entry = FIGURES[__FIGURE_NAME__]
 plot = entry.plotter() if hasattr(entry, "plotter") else entry.plot
 from rankscale.tables.base import Replicates, read_table
-import sys
-print(time.perf_counter() - t, len([m for m in sys.modules if m.startswith("rankscale.plots.")]))
+topics = ("emergence", "extrapolation", "laws", "lognormal", "seeds", "strata", "tokens", "training")
+print(time.perf_counter() - t, sum("rankscale.plots." + topic in sys.modules for topic in topics))
 """
 
 
-def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
+def timed(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds (user + system) and stdout of one run of `command`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(command, cwd=cwd, env=env, check=True, capture_output=True)
-    return time.perf_counter() - start
+    out = subprocess.run(command, cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("run_dirs", type=Path, nargs="+")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--figure", default="fig3_rbp1")
     args = parser.parse_args()
-    env = {**os.environ, "PYTHONPATH": str(args.run_dir / "src")}
     snakemake = str(Path(sys.executable).parent / "snakemake")
-    runs = [timed([snakemake, "-n", "--quiet"], args.run_dir, env) for _ in range(args.repeats)]
-    print(f"snakemake -n: median {statistics.median(runs):.2f} s; {', '.join(f'{r:.2f}' for r in runs)}")
-    figure = []
+    figure = FIGURE_IMPORTS.replace("__FIGURE_NAME__", repr(args.figure))
+    dry: dict[Path, list[tuple[float, float]]] = {d: [] for d in args.run_dirs}
+    imports: dict[Path, list[tuple[float, int]]] = {d: [] for d in args.run_dirs}
     for _ in range(args.repeats):
-        out = subprocess.run([sys.executable, "-c", FIGURE_IMPORTS.format(figure=args.figure)], cwd=args.run_dir,
-                             env=env, check=True, capture_output=True, text=True).stdout.split()  # fmt: skip
-        figure.append((float(out[0]), int(out[1])))
-    seconds = [s for s, _ in figure]
-    print(f"figure job's imports ({args.figure}): median {statistics.median(seconds):.2f} s; "
-          f"{', '.join(f'{s:.2f}' for s in seconds)}; rankscale.plots modules loaded: {figure[0][1]}")  # fmt: skip
+        for run_dir in args.run_dirs:
+            env = {**os.environ, "PYTHONPATH": str(run_dir / "src")}
+            wall, cpu, _ = timed([snakemake, "-n", "--quiet"], run_dir, env)
+            dry[run_dir].append((wall, cpu))
+            _, _, out = timed([sys.executable, "-c", figure], run_dir, env)
+            seconds, topics = out.split()
+            imports[run_dir].append((float(seconds), int(topics)))
+    for run_dir in args.run_dirs:
+        walls, cpus = zip(*dry[run_dir], strict=True)
+        seconds = [s for s, _ in imports[run_dir]]
+        print(f"{run_dir}: snakemake -n wall median {statistics.median(walls):.2f} s "
+              f"({', '.join(f'{w:.2f}' for w in walls)}), CPU median {statistics.median(cpus):.2f} s; "
+              f"figure job's imports ({args.figure}) median {statistics.median(seconds):.2f} s "
+              f"({', '.join(f'{s:.2f}' for s in seconds)}), plot topic modules imported: {imports[run_dir][0][1]} of 8")  # fmt: skip
 
 
 if __name__ == "__main__":
