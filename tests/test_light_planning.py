@@ -73,3 +73,21 @@ def test_a_figure_job_imports_its_own_topic_module_alone() -> None:
         "rankscale.plots.common", "rankscale.plots.law_lines", "rankscale.plots.declaration", "rankscale.plots.entries"
     }  # fmt: skip
     assert topics == {"rankscale.plots.laws"}
+
+
+def test_the_figure_and_table_digests_cover_the_code_their_jobs_resolve() -> None:
+    """A job imports its entry's module by name, which its script's imports do not show: the step's code digest
+    (CODE in workflow/rules/common.smk) adds every registered implementation module, so editing one reruns them."""
+    from rankscale.fingerprint import SRC, module_closure
+    from rankscale.plots import FIGURES
+    from rankscale.registry import implementations
+    from rankscale.tables import TABLES
+
+    plots = implementations(f.plot for f in FIGURES.values())
+    tables = implementations(t.build for t in TABLES.values())
+    topics = ("emergence", "extrapolation", "laws", "lognormal", "seeds", "strata", "tokens", "training")
+    assert plots == sorted(SRC / "rankscale/plots" / f"{topic}.py" for topic in topics)
+    assert SRC / "rankscale/tables/laws.py" in tables and SRC / "rankscale/tables/tokens.py" in tables
+    script = REPO / "workflow/scripts/figure.py"
+    assert SRC / "rankscale/plots/laws.py" not in module_closure(script)  # why the digest must add them
+    assert SRC / "rankscale/plots/law_lines.py" in module_closure(script, *plots)  # and what they import
