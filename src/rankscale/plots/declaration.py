@@ -29,7 +29,7 @@ class FigureSettings:
     """What one figure job is drawn with, typed once from its params (`rankscale.plan.figure_settings` makes them
     from the validated configuration): the `figures:` keys the figure declares (`Figure.settings`; the others
     are None here), the datasets and models it draws, the law form, and its bands' level, refits and seed. A new
-    `figures:` key is a field here, with its default in config/schema.yaml."""
+    `figures:` key is a field here, with its default in workflow/schemas/config.schema.yaml."""
 
     rbp_k: list[int] | None = None  # figures.rbp_k: the k of Fig. 4
     large_k: list[int] | None = None  # figures.large_k: the k of Fig. 5
