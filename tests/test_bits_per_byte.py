@@ -376,7 +376,7 @@ def test_families_with_different_tokenizers_get_a_bpb_law_and_figure(tmp_path: P
     replicates = Replicates(summaries, totals)
     metrics = metrics_table(summaries, replicates, 0.95)
     settings = TableSettings.from_params({"level": 0.95, "law_form": "power_law", "refits": 20, "seed": 3})
-    fits = TABLES["powerlaw_fits"].build(TableInputs(summaries, settings, {"metrics": metrics}, replicates))
+    fits = TABLES["powerlaw_fits"].builder()(TableInputs(summaries, settings, {"metrics": metrics}, replicates))
     bpb, ce = (fits[fits["metric"] == law].set_index("family") for law in ("bpb", "ce"))
     assert set(bpb.index) == {"a", "b"} and (bpb["note"].fillna("") == "").all()
     np.testing.assert_allclose(bpb["alpha"], ce["alpha"], rtol=1e-9)  # bpb = CE x tokens / (ln 2 x bytes)
@@ -398,7 +398,7 @@ def test_families_with_different_tokenizers_get_a_bpb_law_and_figure(tmp_path: P
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(plt.Figure, "savefig", keep)
-        figure.plot(data, FigureSettings(), tmp_path / "fig14.png")
+        figure.plotter()(data, FigureSettings(), tmp_path / "fig14.png")
     assert (tmp_path / "fig14.png").stat().st_size > 3000 and (tmp_path / "fig14.pdf").stat().st_size > 3000
     ax = shown[0].axes[0]
     assert ax.get_ylabel() == "cross-entropy (bits per byte)" and ax.get_xscale() == ax.get_yscale() == "log"

@@ -32,6 +32,7 @@ from rankscale.laws import FORMS
 from rankscale.lognormal import _nll_and_gradient, fit_lognormal, sample_discrete_lognormal
 from rankscale.plots import lognormal as lognormal_figures
 from rankscale.plots.common import FigureData, FigureSettings, save
+from rankscale.plots.entries import lognormal as lognormal_entries
 from rankscale.rankdist import FAMILIES, SCALE_BOUNDS, ZIPF_BOUNDS, fit_family
 from rankscale.rankfile import RankArrays
 from rankscale.statistics import Totals, rank_histogram
@@ -296,7 +297,7 @@ def figure_data(computed, models: list[str], tmp: Path) -> FigureData:
 def draw_all(data: FigureData, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, plt.Figure]:
     """Every figure of the module, saved; the figures by name, to read their panels."""
     drawn: dict[str, plt.Figure] = {}
-    for figure in lognormal_figures.FIGURES:
+    for figure in lognormal_entries.FIGURES:
 
         def keep(fig: plt.Figure, png: str | Path, name: str = figure.name) -> None:
             drawn[name] = fig
@@ -304,7 +305,7 @@ def draw_all(data: FigureData, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> di
 
         monkeypatch.setattr(lognormal_figures, "save", keep)
         png = tmp / f"{figure.name}.png"
-        figure.plot(data, FigureSettings(), png)
+        figure.plotter()(data, FigureSettings(), png)
         assert png.exists() and png.with_suffix(".pdf").exists()
     return drawn
 

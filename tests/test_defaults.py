@@ -25,7 +25,7 @@ NOT_SETTINGS = {
     ("src/rankscale/logs.py", "level"): "a logging level, not analysis.bootstrap.level",
     ("src/rankscale/remote.py", "name"): "a DVC remote's name (`share.py push -r`), not a model's `name`; None: DVC's default",
     **{
-        ("src/rankscale/plots/common.py", key): (
+        ("src/rankscale/plots/declaration.py", key): (
             "FigureSettings: None (or empty) marks a setting the figure does not declare, and `get` refuses to read "
             "one; each declared value comes from the validated configuration (rankscale.plan.figure_settings)"
         )

@@ -198,26 +198,26 @@ def test_a_form_without_an_exponent_leaves_its_contrasts_a_header(
 ) -> None:
     """A law form with no exponent has nothing to contrast: those tables have no rows (the family of three
     sizes, with strata), and keep their header."""
-    monkeypatch.setitem(FORMS, NO_EXPONENT.name, NO_EXPONENT)
-    summaries, replicates = inputs["everything"]
-    _, full = runs["everything"]
-    ladder = [s for s in summaries if s.family == "f"]  # no family of one size: not even a note row
-    frame = build_table(name, ladder, full, settings(NO_EXPONENT.name), replicates)
-    write_table(name, frame, tmp_path / f"{name}.csv")
-    back = read_table(tmp_path / f"{name}.csv")
-    assert back.empty and list(back.columns) == list(full[name].columns)
+    with FORMS.added(NO_EXPONENT):  # a registry refuses item assignment
+        summaries, replicates = inputs["everything"]
+        _, full = runs["everything"]
+        ladder = [s for s in summaries if s.family == "f"]  # no family of one size: not even a note row
+        frame = build_table(name, ladder, full, settings(NO_EXPONENT.name), replicates)
+        write_table(name, frame, tmp_path / f"{name}.csv")
+        back = read_table(tmp_path / f"{name}.csv")
+        assert back.empty and list(back.columns) == list(full[name].columns)
 
 
 def test_exponent_contrasts_of_a_form_without_an_exponent_keep_their_header(
     inputs, runs, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setitem(FORMS, NO_EXPONENT.name, NO_EXPONENT)
-    summaries, replicates = inputs["default"]
-    _, tables = runs["default"]
-    frame = build_table("exponent_contrasts", summaries, tables, settings(NO_EXPONENT.name), replicates)
-    write_table("exponent_contrasts", frame, tmp_path / "exponent_contrasts.csv")
-    header = list(pd.read_csv(tmp_path / "exponent_contrasts.csv").columns)
-    assert header == list(runs["everything"][1]["exponent_contrasts"].columns)
+    with FORMS.added(NO_EXPONENT):  # a registry refuses item assignment
+        summaries, replicates = inputs["default"]
+        _, tables = runs["default"]
+        frame = build_table("exponent_contrasts", summaries, tables, settings(NO_EXPONENT.name), replicates)
+        write_table("exponent_contrasts", frame, tmp_path / "exponent_contrasts.csv")
+        header = list(pd.read_csv(tmp_path / "exponent_contrasts.csv").columns)
+        assert header == list(runs["everything"][1]["exponent_contrasts"].columns)
 
 
 def test_the_writer_refuses_a_table_without_column_names(tmp_path: Path) -> None:

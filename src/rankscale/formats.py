@@ -18,7 +18,7 @@ and comments do not change a digest; everything else in the code behind an outpu
 from rankscale.fingerprint import FormatVersion
 
 # (a local file whose texts are all empty is refused before any job, corpora and ladders unchanged: same versions)
-CORPUS_FORMAT = FormatVersion(version=1, code="df33c0eeb0491052", scripts=("corpus",))
+CORPUS_FORMAT = FormatVersion(version=1, code="08dbcb9403eb5bee", scripts=("corpus",))
 # version 2: each document begins with the start tokens its tokenizer adds (a BOS), never with an appended EOS
 # (a GPU's float32 head from the tensor cores, the float32 head up to its sums' order; the summaries' documents: same version)
 # (the fused rank kernel: the float32 head up to its sums' order, at near ties only: same version)
@@ -26,5 +26,5 @@ CORPUS_FORMAT = FormatVersion(version=1, code="df33c0eeb0491052", scripts=("corp
 # (the layout spells a run directory's files once, RunFiles: no rank array changes, same version)
 RANK_FORMAT = FormatVersion(version=2, code="dcdbc0277eec72e6", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
-    version=1, code="264783e5b5b997b9", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
+    version=1, code="dc6812f185784b5a", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )

@@ -28,15 +28,7 @@ import numpy as np
 from scipy import special, stats
 
 from rankscale.bootstrap import kish_documents
-
-# Below this many effective documents (Kish's), or where the documents' lengths are so uneven that Kish's design
-# effect n / n_eff exceeds RELIABLE_DESIGN_EFFECT, metrics.csv marks one model's interval `ci_reliable` False. On the
-# run's own documents (benchmarks/model_interval_coverage.py) pydoc's (design effect 4.1: one document of a third of
-# the tokens) covered 89.6-97.3% at n_eff 7 and 90.7-98.0% at 14, and the few corpora of its documents that pass a laxer
-# rule (n_eff >= 10 or 15, design effect <= 2: those that lack its longest documents) covered 62-86%; HumanEval's
-# (1.3) covered 94.0-96.1% from n_eff 22 up. A sample cannot see the long documents its population has and it lacks.
-RELIABLE_DOCUMENTS = 20.0
-RELIABLE_DESIGN_EFFECT = 2.0
+from rankscale.limits import BIAS_LIMIT, RELIABLE_DESIGN_EFFECT, RELIABLE_DOCUMENTS  # noqa: F401  (re-exported)
 
 
 def unreliable_design(n_eff: float, n_documents: int) -> str:
@@ -50,6 +42,8 @@ def unreliable_design(n_eff: float, n_documents: int) -> str:
                 f"{n_documents / n_eff:.1f} > {RELIABLE_DESIGN_EFFECT:g}), where intervals covered under 93% on "
                 "the run's own documents")  # fmt: skip
     return ""
+
+
 MC_GROUPS = 20  # groups of replicates the Monte Carlo error's jackknife deletes one at a time
 
 
@@ -263,14 +257,6 @@ def acceleration(jackknife: np.ndarray) -> float:
 ONE_SIDED = "bootstrap replicates lie on one side of the estimate"
 
 
-# The largest |z0| (the estimate's share of replicates below it, as a Normal quantile) at which a BCa interval of a
-# histogram statistic is reported. The plug-in error entropy, self-alignment and confidence sat 1-6 bootstrap SDs
-# from the truth on the run's documents, and there BCa covered none of the truths; the summaries now report their
-# jackknife over documents with replicates recentred on it (`rankscale.decomposition_jackknife`), whose z0 is the
-# estimator's residual bias (benchmarks/histogram_bias.py), and whose leave-one-out values (what `jackknife_bias`
-# reads) are that estimator's own over the other documents (`corrected_left_out`), not the plug-in's. The lognormal's statistics (|z0| < 0.25 in 97% of
-# corpora) covered 94-97% (benchmarks/model_interval_coverage.py).
-BIAS_LIMIT = 0.25
 # z0 is itself estimated from B replicates: its Monte Carlo SE is sqrt(p (1 - p) / B) / phi(z0) (p the share below the
 # estimate; 0.089 at B = 200), so a gate on z0 flips with a redraw of the replicates (issue 59: pydoc's ee_lognormal,
 # |z0| up to 0.23, lost its interval in 30% of redraws; a gate |z0| + 1.96 se < 0.25 switched BCa and its fallback in

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rankscale.registry import Registry
 from rankscale.statistics import (
     BYTES,
     EMERGENCE,
@@ -100,9 +101,9 @@ def histogram_metric(name: str, label: str) -> Metric:
                   label, label)  # fmt: skip
 
 
-METRICS: dict[str, Metric] = {
-    m.name: m
-    for m in (
+METRICS: Registry[Metric] = Registry(
+    "metric",
+    (
         Metric(
             name="rbp",
             law="neg_log_rbp",
@@ -149,7 +150,7 @@ METRICS: dict[str, Metric] = {
         histogram_metric("ee_lognormal", "entropy of the fitted lognormal (nats)"),
         histogram_metric("neg_log_p1_lognormal", "$-\\log P(R = 1)$ of the fitted lognormal"),
     )
-}
+)
 
 
 def document_statistics() -> list[DocumentStatistic]:

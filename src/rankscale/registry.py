@@ -1,29 +1,49 @@
 """A name -> entry registry that refuses a duplicate name and lists what it has when a name is unknown.
 
-TABLES and FIGURES are built from every topic module's list; a dict comprehension would let a second entry
-of one name replace the first in silence (one table computed, another's file name). lm-eval's task registry
-refuses duplicates the same way.
+Every extension point (TABLES, FIGURES, METRICS, FORMS, SOURCES, STRATA) is one: an entry is added with
+`register`, never by item assignment, so a second entry of a name (a recipe's `METRICS["ce"] = ...`) fails,
+naming both, instead of replacing a built-in in silence. lm-eval's task registry refuses duplicates the same way.
+An entry that names its implementation as "module:function" has it imported by `resolve`, by the job that runs it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import importlib.util
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Generic, TypeVar
+from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
 
 class Registry(Mapping[str, T], Generic[T]):
-    """Read-only, in registration order."""
+    """Read-only but for `register`, in registration order."""
 
-    def __init__(self, kind: str, entries: Iterable[T], name: Callable[[T], str]) -> None:
+    def __init__(self, kind: str, entries: Iterable[T] = (), key_of: Callable[[T], str] = lambda e: e.name) -> None:
         self.kind = kind
+        self._key_of = key_of  # an entry's name
         self._entries: dict[str, T] = {}
         for entry in entries:
-            key = name(entry)
-            if key in self._entries:
-                raise ValueError(f"two {kind}s are registered as {key!r}: {self._entries[key]!r} and {entry!r}")
-            self._entries[key] = entry
+            self.register(entry)
+
+    def register(self, entry: T) -> T:
+        """Add `entry` under its name; a name registered already is refused, naming both entries."""
+        key = self._key_of(entry)
+        if key in self._entries:
+            raise ValueError(f"two {self.kind}s are registered as {key!r}: {self._entries[key]!r} and {entry!r}")
+        self._entries[key] = entry
+        return entry
+
+    @contextlib.contextmanager
+    def added(self, entry: T) -> Iterator[T]:
+        """`entry` registered for the length of a `with` block (a test's form or metric), then gone again."""
+        self.register(entry)
+        try:
+            yield entry
+        finally:
+            del self._entries[self._key_of(entry)]
 
     def __getitem__(self, key: str) -> T:
         try:
@@ -36,3 +56,27 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}: {', '.join(self._entries)})"
+
+
+def resolve(target: str) -> Any:
+    """The object a "module:function" string names, imported now."""
+    module, _, attribute = target.partition(":")
+    if not module or not attribute:
+        raise ValueError(f"{target!r} is not a 'module:function' name")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def implementations(targets: Iterable[str]) -> list[Path]:
+    """The module files of "module:function" implementations, found without importing them: a job imports its entry's
+    module by name, which no import statement of its script shows, so its code digest
+    (`rankscale.fingerprint.code_digest`) takes these files too."""
+    files = set()
+    for target in targets:
+        spec = importlib.util.find_spec(target.partition(":")[0])
+        if spec is None or spec.origin is None:
+            raise ValueError(f"no module for {target!r}")
+        files.add(Path(spec.origin))
+    return sorted(files)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from rankscale.registry import Registry
 from rankscale.token_kinds import KINDS
 from rankscale.windows import WindowSpec, plan_windows
 
@@ -133,15 +134,15 @@ def _kind(settings: StrataSettings, tokens: StrataTokens) -> np.ndarray:
     return tokens.kind_table[tokens.target.astype(np.int64)].astype(np.int64)
 
 
-STRATA: dict[str, StratumKind] = {
-    s.name: s
-    for s in (
+STRATA: Registry[StratumKind] = Registry(
+    "stratum kind",
+    (
         StratumKind("frequency", lambda settings, tokens: bin_labels(settings.bins["frequency"]), _frequency),
         StratumKind("context", _context_labels, _context),
         StratumKind("kind", lambda settings, tokens: list(KINDS), _kind, reference=KINDS.index("word"),
                     needs_kind_table=True),  # fmt: skip
     )
-}
+)
 
 
 def assign(settings: StrataSettings, tokens: StrataTokens) -> tuple[list[Stratum], np.ndarray]:

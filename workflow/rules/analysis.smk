@@ -4,7 +4,7 @@
 
 
 from rankscale.config import load_schema  # noqa: E402
-from rankscale.summary.compute import default_k  # noqa: E402
+from rankscale.plan.settings import default_k  # noqa: E402
 
 DEFAULT_K = default_k(load_schema(SCHEMA_PATH))
 

@@ -24,6 +24,7 @@ from rankscale.config import SCHEMA_PATH  # noqa: E402
 from rankscale.downloads import extraction_downloads, hub_downloads  # noqa: E402
 from rankscale.tokenizer_pin import pin_record  # noqa: E402
 from rankscale.fingerprint import code_digest  # noqa: E402
+from rankscale.registry import implementations  # noqa: E402
 from rankscale import manifest as manifest_module  # noqa: E402
 from rankscale.layout import Layout  # noqa: E402
 from rankscale.plan import (  # noqa: E402
@@ -42,9 +43,7 @@ from rankscale.plan import (  # noqa: E402
 from rankscale.plan.overrides import apply_overrides, parse_overrides  # noqa: E402
 from rankscale.plan.prepare import REFUSED, prepare, refusal, run_notes  # noqa: E402
 from rankscale.plots import FIGURES, left_out  # noqa: E402
-from rankscale.report import landing  # noqa: E402
 from rankscale.report.captions import rst as caption_rst  # noqa: E402
-from rankscale.report.pages import labels as table_labels  # noqa: E402
 from rankscale.sections import subcategory  # noqa: E402
 from rankscale.tables import TABLES  # noqa: E402
 
@@ -82,9 +81,12 @@ SUMMARY_SETTINGS = summary_settings(config)
 # touch or a reformat does not (profiles/default sets --rerun-triggers without Snakemake's mtime-based
 # `code`); the expensive rules carry format versions instead (rankscale.formats)
 CODE = {
-    step: code_digest(WORKFLOW_DIR / f"scripts/{step}.py")
-    for step in ("summarize", "table", "figure", "token_kinds", "trajectories")
+    step: code_digest(WORKFLOW_DIR / f"scripts/{step}.py") for step in ("summarize", "token_kinds", "trajectories")
 }
+# a table or figure job imports its entry's implementation by name (`Table.build`, `Figure.plot`: "module:function"),
+# so their step's code is the script's and every registered implementation module's, with what those import
+CODE["table"] = code_digest(WORKFLOW_DIR / "scripts/table.py", *implementations(t.build for t in TABLES.values()))
+CODE["figure"] = code_digest(WORKFLOW_DIR / "scripts/figure.py", *implementations(f.plot for f in FIGURES.values()))
 
 OUT = LAYOUT.out  # results/<run>: this configuration's own outputs
 MANIFEST = LAYOUT.manifest
@@ -135,8 +137,18 @@ def write_manifest():
         print(f"rankscale: could not write {MANIFEST}: {exc}", file=sys.stderr)
 
 
+def table_labels(name, csv):
+    """The report's entry for a table (rankscale.report.pages.labels: pandas, imported when a report is made)."""
+    from rankscale.report.pages import labels
+
+    return labels(name, csv)
+
+
 def write_landing():
-    """The report's landing page, from the tables and the manifest just written; the results stand without it."""
+    """The report's landing page, from the tables and the manifest just written; the results stand without it.
+    Its code (pandas, the laws) is imported here, after a run, never to plan one."""
+    from rankscale.report import landing
+
     try:
         landing.write_landing(Path(OUT), float(config["analysis"]["bootstrap"]["level"]), LEFT_OUT)
     except (OSError, ValueError, KeyError) as exc:

@@ -1,10 +1,9 @@
 # What a run says when it ends (rankscale.run_summary), the command that reports it, and a `--report` that cannot
 # report another configuration's results by mistake.
 
-from rankscale import results as results_index  # noqa: E402
-from rankscale import run_summary  # noqa: E402
+from rankscale.report import command as report_command  # noqa: E402
 
-REPORT_COMMAND = run_summary.report_command(Path(OUT), workflow.configfiles, DEFAULT_CONFIG)
+REPORT_COMMAND = report_command.report_command(Path(OUT), workflow.configfiles, DEFAULT_CONFIG)
 
 
 def job_logs():
@@ -20,9 +19,12 @@ def job_logs():
 
 def print_summary():
     """Index the rank arrays, keep the report's command, then say where the results are, what the laws came out as,
-    the warnings and how to report; the run stands without."""
+    the warnings and how to report; the run stands without. Its code (pandas) is imported here, after a run."""
+    from rankscale import results as results_index
+    from rankscale import run_summary
+
     try:
-        run_summary.write_report_command(Path(OUT), REPORT_COMMAND)
+        report_command.write_report_command(Path(OUT), REPORT_COMMAND)
         # results/<run>/arrays.json: which rank array is each model's on each dataset (rankscale.results.load)
         results_index.write_index(Path(OUT), {(m, d): LAYOUT.ranks(m, d) for m in MODELS for d in DATASETS})
         level = float(config["analysis"]["bootstrap"]["level"])
@@ -31,6 +33,6 @@ def print_summary():
         print(f"rankscale: could not summarize the run in {OUT}: {exc}", file=sys.stderr)
 
 
-if workflow.is_main_process and (refusal := run_summary.report_refusal(sys.argv, Path(OUT), Path(MANIFEST))):
+if workflow.is_main_process and (refusal := report_command.report_refusal(sys.argv, Path(OUT), Path(MANIFEST))):
     print(refusal, file=sys.stderr)
     sys.exit(1)

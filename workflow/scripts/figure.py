@@ -9,26 +9,24 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any en
 from pathlib import Path
 
 from rankscale.logs import setup_logging
-from rankscale.plots import FIGURES, FigureData, FigureSettings
+from rankscale.plots import FIGURES, FigureSettings
+from rankscale.plots.common import FigureData
 from rankscale.summary import SummaryPaths, load_histogram, load_replicates, read_summary
-from rankscale.tables import Replicates, read_table
+from rankscale.tables.base import Replicates, read_table
 
 log = setup_logging(snakemake.log[0])
+entry = FIGURES[snakemake.wildcards.figure]
+plot = entry.plotter()  # its topic module alone (rankscale.plots.<topic>), with matplotlib
 settings = FigureSettings.from_params(snakemake.params.settings)
 summaries = [read_summary(path) for path in snakemake.input.summaries]
 paths = [SummaryPaths.beside(path) for path in snakemake.input.summaries]
-data = FigureData(
+data = FigureData.drawn_with(
+    settings,
     tables={Path(path).stem: read_table(path) for path in snakemake.input.tables},
-    datasets=settings.datasets,
-    models=settings.models,
-    form=settings.form,
-    level=settings.level,
-    refits=settings.refits,
-    seed=settings.seed,
-    hists={s.key: load_histogram(s, p) for s, p in zip(summaries, paths, strict=True)} if snakemake.input.hists else {},
     replicates=Replicates(summaries, [load_replicates(s, p) for s, p in zip(summaries, paths, strict=True)])
     if snakemake.input.replicates
     else None,
+    hists={s.key: load_histogram(s, p) for s, p in zip(summaries, paths, strict=True)} if snakemake.input.hists else {},
 )
-FIGURES[snakemake.wildcards.figure].plot(data, settings, Path(snakemake.output.png))
+plot(data, settings, Path(snakemake.output.png))
 log.info("wrote %s", snakemake.output.png)

@@ -14,8 +14,9 @@ from rankscale.laws.compare import aicc, compare_forms, leave_one_out_rmse
 from rankscale.laws.form import FitForm, FittedLaw, Points, RefittedParameters
 from rankscale.laws.joint import JOINT, JointLaw, fit_joint_law
 from rankscale.laws.power import OFFSET_POWER_LAW, POWER_LAW, OffsetPowerLaw, PowerLaw, fit_power_law, ols, r_squared
+from rankscale.registry import Registry
 
-FORMS: dict[str, FitForm] = {form.name: form for form in (POWER_LAW, OFFSET_POWER_LAW, JOINT)}
+FORMS: Registry[FitForm] = Registry("fit form", (POWER_LAW, OFFSET_POWER_LAW, JOINT))
 
 
 def size_forms() -> list[str]:

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from rankscale.laws.form import Bound, FitForm, Points, RefittedParameters, refit_each
 
@@ -170,6 +169,8 @@ class OffsetPowerLaw:
             if start is None
             else [np.array([np.log(start.C) - start.alpha * centre, start.alpha, start.E])]
         )
+        from scipy.optimize import least_squares  # here, not at the top: planning reads FORMS without scipy
+
         best = None
         for theta in starts:
             res = least_squares(

@@ -13,6 +13,18 @@ from typing import Any
 from rankscale.canon import canonical
 
 
+def default_k(schema: Mapping[str, Any]) -> list[int]:
+    """Every k the schema's defaults put on the k grid (`analysis.k_include`, `law_k`, `emergence_k`, the figures'
+    `rbp_k`, `large_k`): a model whose |V| is below some of them leaves those out without a warning, which only a k
+    the configuration itself wrote is worth."""
+    found: set[int] = set()
+    for section in ("analysis", "figures"):
+        for name, spec in schema["properties"][section].get("properties", {}).items():
+            if (name == "k_include" or name.endswith("_k")) and isinstance(spec.get("default"), list):
+                found.update(int(k) for k in spec["default"])
+    return sorted(found)
+
+
 def figure_k(config: Mapping[str, Any]) -> set[int]:
     """Every k a figure shows: they join the summaries' k grid."""
     from rankscale.plots import FIGURES

@@ -1,11 +1,11 @@
-"""What every figure shares: the registry entry, the data it is drawn from, saving, layout, colours, intervals
+"""What every figure job shares: the data it is drawn from, saving, layout, colours, intervals
 that stay inside their panel and legends that stay off the data."""
 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,64 +21,22 @@ from matplotlib.legend import Legend  # noqa: E402
 from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
 from rankscale.atomic import atomic_path  # noqa: E402
-from rankscale.laws import FORMS, FitForm  # noqa: E402
-from rankscale.sections import subcategory  # noqa: E402
+from rankscale.laws import FitForm  # noqa: E402
+from rankscale.plots.declaration import CLIP_NOTE, Figure, FigureSettings  # noqa: E402, F401  (re-exported)
 from rankscale.tables import Replicates  # noqa: E402
 
 S_LABEL = "non-embedding parameters $S$"
-CLIP_NOTE = (
-    "An interval bound that is unbounded (infinite or missing), cannot sit on the axis (not positive on a log "
-    "axis) or lies beyond the panel is not drawn: its bar goes on dotted to the panel's edge and ends there in "
-    "an arrowhead instead of a cap. A degenerate interval (zero width, or no bounds at all) gets no bar and a "
-    "hollow marker in a grey ring, so it never looks like a precise point."
-)
 CLIPPED_LABEL = "interval runs past the panel (arrow)"
 DEGENERATE_LABEL = "degenerate interval (hollow, ringed)"
 BELOW = "rankscale:legend-below"  # gid of an axes legend that `save` places under the axes' x label
 
 
 @dataclass(frozen=True)
-class FigureSettings:
-    """What one figure job is drawn with, typed once from its params (`rankscale.plan.figure_settings` makes them
-    from the validated configuration): the `figures:` keys the figure declares (`Figure.settings`; the others
-    are None here), the datasets and models it draws, the law form, and its bands' level, refits and seed. A new
-    `figures:` key is a field here, with its default in config/schema.yaml."""
-
-    rbp_k: list[int] | None = None  # figures.rbp_k: the k of Fig. 4
-    large_k: list[int] | None = None  # figures.large_k: the k of Fig. 5
-    emergence_extrapolate: float | None = None  # figures.emergence_extrapolate: decades Fig. 7b draws beyond
-    snr_threshold: float | None = None  # figures.snr_threshold: Fig. 6 marks the k below it
-    datasets: list[str] = field(default_factory=list)  # the run's datasets, in order (the figure's columns)
-    models: list[str] = field(default_factory=list)  # models whose histograms or replicates it reads
-    law_form: str | None = None  # analysis.law_form, for a figure that draws fits
-    level: float | None = None  # analysis.bootstrap.level, for a figure with bands
-    refits: int | None = None  # analysis.bootstrap.refits
-    seed: int | None = None  # analysis.bootstrap.seed
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> FigureSettings:
-        unknown = set(params) - {f.name for f in fields(cls)}
-        if unknown:
-            raise KeyError(f"figure settings {sorted(unknown)} are not fields of FigureSettings")
-        return cls(**params)
-
-    def get(self, name: str) -> Any:
-        """A `figures:` setting the figure declared (`Figure.settings`); reading an undeclared one is a bug, said so."""
-        value = getattr(self, name)
-        if value is None:
-            raise KeyError(f"this figure reads figures setting {name!r} but does not declare it in Figure.settings")
-        return value
-
-    @property
-    def form(self) -> FitForm | None:
-        """The fit form powerlaw_fits.csv holds, for a figure that draws fits (None for the others)."""
-        return FORMS[self.law_form] if self.law_form else None
-
-
-@dataclass(frozen=True)
 class FigureData:
     """What a figure is drawn from: the tables it reads (by name), rank histograms, the run's order,
-    and for the figures that draw laws and bands, the fit form and the bootstrap replicates."""
+    and for the figures that draw laws and bands, the fit form and the bootstrap replicates. Its names mean what
+    they mean in `FigureSettings`: `form` the `FitForm` (None where the figure draws no fits), never its name
+    `law_form`; a figure job makes it from its settings in one step (`drawn_with`)."""
 
     tables: dict[str, pd.DataFrame]
     datasets: list[str]
@@ -90,42 +48,24 @@ class FigureData:
     replicates: Replicates | None  # for figures that draw bands (`resampled`)
     hists: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # (model, dataset) -> counts
 
+    @classmethod
+    def drawn_with(
+        cls,
+        settings: FigureSettings,
+        tables: dict[str, pd.DataFrame],
+        replicates: Replicates | None,
+        hists: dict[tuple[str, str], np.ndarray],
+    ) -> FigureData:
+        """A figure job's data: its settings' datasets, models, form, level, refits and seed, with what it read."""
+        return cls(tables=tables, datasets=settings.datasets, models=settings.models, form=settings.form,
+                   level=settings.level, refits=settings.refits, seed=settings.seed, replicates=replicates,
+                   hists=hists)  # fmt: skip
+
     @property
-    def law_form(self) -> FitForm:
+    def fits_form(self) -> FitForm:
+        """`form`, for a figure that draws fits (which always has one)."""
         assert self.form is not None, "a figure that draws fits declares powerlaw_fits among its tables"
         return self.form
-
-
-@dataclass(frozen=True)
-class Figure:
-    name: str  # results/<run>/figures/<name>.png and .pdf
-    plot: Callable[[FigureData, FigureSettings, Path], None]  # (data, settings, png path)
-    caption: str  # plain text with ``literal`` spans, escaped for the report (rankscale.report.captions)
-    tables: tuple[str, ...]  # results/<run>/tables/<name>.csv it reads
-    section: str  # the analysis the report lists it under (rankscale.sections)
-    number: str  # its figure number ("8b"): the report lists a section's figures in this order
-    title: str  # a few words, shown beside the number in the report's list (no braces: Snakemake expands them)
-    settings: tuple[str, ...] = ()  # keys of `figures:` it reads (changing one reruns this figure only)
-    k_settings: tuple[str, ...] = ()  # those of `settings` that hold k values: they join the k grid
-    hists: bool = False  # reads every model x dataset rank histogram
-    resampled: bool = False  # reads every summary and its bootstrap replicates (bands, intervals)
-    needs: str | None = None  # "checkpoints" or "seeds": a run without any leaves it out (`rankscale.plots.left_out`)
-
-    @property
-    def subcategory(self) -> str:
-        """The report's subcategory: the figure's section, numbered in paper order."""
-        return subcategory(self.section)
-
-    def labels(self) -> dict[str, str]:
-        """The report's entry for it: number and title, so entries read and sort in paper order. One label only:
-        Snakemake's report turns a second label with two values, each on half the entries (two figures with two
-        titles), into a toggle between them, which fails to open either."""
-        return {"figure": f"Fig. {self.number}: {self.title}"}
-
-    @property
-    def reads_fits(self) -> bool:
-        """Draws fitted laws of powerlaw_fits.csv: it needs to know their form."""
-        return "powerlaw_fits" in self.tables
 
 
 def _unlog_empty_axes(fig: plt.Figure) -> None:

@@ -17,8 +17,6 @@ from matplotlib import ticker
 
 from rankscale.metrics import METRICS
 from rankscale.plots.common import (
-    CLIP_NOTE,
-    Figure,
     FigureData,
     FigureSettings,
     clipped_errorbar,
@@ -27,7 +25,6 @@ from rankscale.plots.common import (
     legend_below,
     save,
 )
-from rankscale.sections import OUT_OF_SAMPLE
 from rankscale.tables.selection import without_notes
 
 MARKERS = {1: "o", 2: "^"}  # the largest size held out, the two largest
@@ -95,28 +92,3 @@ def fig_extrapolation(data: FigureData, settings: FigureSettings, png: Path) -> 
         legend_below(ax, fontsize=7, ncol=2)
         ax.grid(True, axis="y", alpha=0.3)
     save(fig, png)
-
-
-FIGURES = [
-    Figure(
-        name="fig9_extrapolation",
-        section=OUT_OF_SAMPLE,
-        number="9",
-        title="Held-out sizes: relative error of the prediction",
-        plot=fig_extrapolation,
-        tables=("extrapolation",),
-        caption=(
-            "Out-of-sample test of the laws: the law fitted without the largest size (circles) or without the two "
-            "largest (triangles) predicts each held-out size's RBP_k (k of ``analysis.law_k``) and cross-entropy. "
-            "Plotted is each prediction's relative error, observed / predicted - 1 (0: predicted exactly), one "
-            "point per quantity, held-out model and fit, with its paired interval from extrapolation.csv "
-            "(``predicted_ci_low``, ``predicted_ci_high``, shown as observed / bound - 1). The interval is for the "
-            "held-out model's value on these documents: observed and predicted share every document draw, so it "
-            "includes the document noise of their difference (and the seeds' where a size has several), plus the "
-            "sizes' scatter around the law (``tau2``) where the fitted sizes can estimate it, Student's t on "
-            "``df``; each panel's title names what its intervals include (column ``noise``). A filled marker: the "
-            "interval holds 0, the observed value is covered (``covered``); hollow and red: it is not, the law "
-            "missed by more than that noise. A dataset where no family has three sizes says so instead. " + CLIP_NOTE
-        ),
-    ),
-]

@@ -55,7 +55,7 @@ def draw_law(
         label += ("" if models == family else f" ({models})") + f": one size, no law (S = {s_ok.max():.3g})"
         ax.plot([], [], marker, color=color, ms=ms, label=label)
         return True
-    fit = key.select(data.tables["powerlaw_fits"], data.law_form)
+    fit = key.select(data.tables["powerlaw_fits"], data.fits_form)
     if fit is not None:
         _draw_fit(ax, data, fit, group, color, reach)
         if fit.form.exponent is not None:

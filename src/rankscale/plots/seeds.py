@@ -12,7 +12,6 @@ from rankscale.bootstrap import has_replicas, interval
 from rankscale.laws import Points
 from rankscale.plots.common import (
     S_LABEL,
-    Figure,
     FigureData,
     FigureSettings,
     cycle_color,
@@ -21,7 +20,6 @@ from rankscale.plots.common import (
     readable_log_ticks,
     save,
 )
-from rankscale.sections import SEEDS
 from rankscale.tables import LawKey, select
 from rankscale.tables.lawkit import LawRefits
 from rankscale.tables.selection import optional_int
@@ -34,7 +32,7 @@ def _seed_law(seed_fits: pd.DataFrame, key: LawKey, seed: int | None, data: Figu
     if seed_fits.empty:
         return None
     rows = select(seed_fits, family=key.family, dataset=key.dataset, metric=key.law, k=key.k, seed=seed)
-    return data.law_form.from_row(rows.iloc[0]) if len(rows) and not rows["note"].fillna("").iloc[0] else None
+    return data.fits_form.from_row(rows.iloc[0]) if len(rows) and not rows["note"].fillna("").iloc[0] else None
 
 
 def _panel(ax: Any, data: FigureData, key: LawKey) -> bool:
@@ -43,7 +41,7 @@ def _panel(ax: Any, data: FigureData, key: LawKey) -> bool:
     group = key.points(data.tables["metrics"])
     if group.empty or not has_replicas(group["replica_of"]):
         return False
-    form, metric = data.law_form, key.metric
+    form, metric = data.fits_form, key.metric
     grid_s = Points.of(np.geomspace(group["S"].min(), group["S"].max(), 60))
     for c, (seed, runs) in enumerate(group.groupby("seed", sort=True)):
         color = cycle_color(c)
@@ -97,25 +95,3 @@ def fig_seeds(data: FigureData, settings: FigureSettings, png: Path) -> None:
                 legend_below(ax, fontsize=7, ncol=2)
                 readable_log_ticks(ax)
     save(fig, png)
-
-
-FIGURES = [
-    Figure(
-        name="fig12_seeds",
-        section=SEEDS,
-        number="12",
-        title="Training-run noise across seeds",
-        plot=fig_seeds,
-        tables=("metrics", "powerlaw_fits", "seed_fits"),
-        resampled=True,
-        needs="seeds",
-        caption=(
-            "Training-run noise in the laws: for each family with several seeds per size, -log RBP_1 (top) and "
-            "cross-entropy (bottom) against S, one colour per seed, with the law fitted to that seed's models alone "
-            "(thin; seed_fits.csv), the law pooled over every run (black; powerlaw_fits.csv) and its band from the "
-            "hierarchical bootstrap (grey: seeds resampled within each size, then documents). Where the seeds' laws "
-            "fan out wider than a documents-only band, an exponent from one training run would be overconfident. "
-            "Families with one run per size are left out; with none, the figure says so."
-        ),
-    ),
-]

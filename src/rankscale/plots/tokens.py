@@ -10,7 +10,6 @@ import pandas as pd
 
 from rankscale.plots.common import (
     S_LABEL,
-    Figure,
     FigureData,
     FigureSettings,
     clipped_errorbar,
@@ -20,7 +19,6 @@ from rankscale.plots.common import (
     panel_note,
     save,
 )
-from rankscale.sections import STRATA
 from rankscale.trajectories import RANK_BINS
 
 CHURN_K = (1, 10)
@@ -144,28 +142,3 @@ def fig_token_trajectories(data: FigureData, settings: FigureSettings, png: Path
         _slopes(axes[i, 2], slopes, family, dataset)
         _transitions(axes[i, 3], data.tables["rank_transitions"], family, dataset)
     save(fig, png)
-
-
-FIGURES = [
-    Figure(
-        name="fig15_token_trajectories",
-        section=STRATA,
-        number="15",
-        title="Which tokens a larger model gets right",
-        plot=fig_token_trajectories,
-        tables=("token_churn", "token_learning", "token_slopes", "rank_transitions"),
-        caption=(
-            "Every scored token followed across the sizes of each family (one row per family and dataset). "
-            "First panel: the share of tokens that enter the top k (gained, circles) and leave it (lost, triangles) "
-            "between each size and the next smaller one, at k = 1 and 10, against the larger size; dotted, half the "
-            "share that flips between two seeds of the same size (the noise floor per direction), where a size has "
-            "several seeds. Second: RBP_1 at each size beside the share of tokens ranked first there and at every "
-            "larger size (learned and kept); the gap is tokens a larger model loses again. Third: the spread of the "
-            "per-token slopes of log rank against log S (quantiles) against the spread noise alone would give "
-            "around their mean (seeds, else permutations of the sizes): a pure shift of the rank distribution would "
-            "make them equal. Fourth: the transition matrix of rank between the two largest sizes on log bins, each "
-            "row the shares of that bin's tokens. Error bars: 95% document-bootstrap intervals (token_churn.csv, "
-            "token_learning.csv, token_slopes.csv, rank_transitions.csv)."
-        ),
-    )
-]

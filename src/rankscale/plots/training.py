@@ -12,8 +12,6 @@ import pandas as pd
 from rankscale.laws import JointLaw
 from rankscale.metrics import metric_for_law
 from rankscale.plots.common import (
-    CLIP_NOTE,
-    Figure,
     FigureData,
     FigureSettings,
     clipped_errorbar,
@@ -23,7 +21,6 @@ from rankscale.plots.common import (
     readable_log_ticks,
     save,
 )
-from rankscale.sections import TRAINING_TOKENS
 from rankscale.tables import select
 
 D_LABEL = "training tokens $D$"
@@ -133,41 +130,3 @@ def fig_compute_frontier(data: FigureData, settings: FigureSettings, png: Path) 
         ax.set_xlabel("training compute $C = 6\\,S\\,D$ (FLOPs)")
 
     _draw(data, png, panel)
-
-
-FIGURES = [
-    Figure(
-        name="fig10_rbp_vs_tokens",
-        section=TRAINING_TOKENS,
-        number="10",
-        title="Against training tokens D",
-        plot=fig_tokens,
-        tables=("metrics", "data_fits"),
-        needs="checkpoints",
-        caption=(
-            "Scaling in training tokens: -log RBP_1 (top) and cross-entropy (bottom) against the training tokens D "
-            "each checkpoint has seen, one colour per size, with document-bootstrap error bars and each size's "
-            "power law in D (its exponent beta with interval in the legend under each panel; data_fits.csv). "
-            + CLIP_NOTE
-        ),
-    ),
-    Figure(
-        name="fig11_compute_frontier",
-        section=TRAINING_TOKENS,
-        number="11",
-        title="Compute frontier",
-        plot=fig_compute_frontier,
-        tables=("metrics", "joint_fits"),
-        needs="checkpoints",
-        caption=(
-            "Size and data traded at a compute budget: every checkpoint at its training compute C = 6 S D, one line "
-            "per size, and (dashed) the compute frontier of the joint law y = E + A S^-alpha + B D^-beta fitted to "
-            "all of them (joint_fits.csv): at each C the lowest y the law allows, at S_opt = G (C/6)^(beta/(alpha+beta)). "
-            "Dashed where S_opt and D_opt = C/(6 S_opt) both lie inside the measured sizes and training tokens; "
-            "dotted where the law is extrapolated to an allocation no checkpoint measured (often a smaller model "
-            "trained longer), so that part is a prediction, not an observation. A parameter at a bound of its "
-            "domain (joint_fits.csv ``not_identified``) is named as not identified instead of given a value. "
-            "Legends under each panel."
-        ),
-    ),
-]

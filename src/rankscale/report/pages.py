@@ -176,6 +176,6 @@ def write_page(name: str, csv: str | Path, path: str | Path, caption: str) -> No
 
 def labels(name: str, csv: str | Path) -> dict[str, str]:
     """The report's entry for a table: its name and number of rows (an empty table shows before it opens). One
-    label only: Snakemake's report would turn a second one into a toggle (`rankscale.plots.common.Figure.labels`)."""
+    label only: Snakemake's report would turn a second one into a toggle (`rankscale.plots.declaration.Figure.labels`)."""
     rows = len(read_table(csv)) if Path(csv).is_file() else 0
     return {"table": f"{name} ({rows} row{'' if rows == 1 else 's'})"}

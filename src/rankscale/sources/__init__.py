@@ -1,7 +1,8 @@
 """Dataset sources: where a dataset entry's documents come from (`source:` in the config).
 
 To add a source: write `rankscale/sources/<name>.py` with a module-level `SOURCE = Source(...)`
-(documents, plan-time check, provenance), add it to `SOURCES` below, and give it its keys in
+(its `name`, documents, plan-time check, provenance), register it in `SOURCES` below (`SOURCES.register`:
+a name registered already is refused), and give it its keys in
 `workflow/schemas/config.schema.yaml` as `$defs/<name>_dataset`: the schema's `source` names and per-source branches
 come from those definitions (rankscale.config), and tests/test_config.py checks that they name exactly
 the sources of `SOURCES`. The shared
@@ -17,12 +18,13 @@ from typing import Any
 
 from rankscale.config import dataset_spec
 from rankscale.corpus import CorpusError, Document, Skipped, split_documents
+from rankscale.registry import Registry
 from rankscale.sources import hub, local, packaged
 from rankscale.sources.base import Source
 
 log = logging.getLogger(__name__)
 
-SOURCES: dict[str, Source] = {"packaged": packaged.SOURCE, "local": local.SOURCE, "hub": hub.SOURCE}
+SOURCES: Registry[Source] = Registry("dataset source", (packaged.SOURCE, local.SOURCE, hub.SOURCE))
 
 
 def source_of(spec: Mapping[str, Any], where: str) -> Source:

@@ -22,6 +22,7 @@ class Source:
     """One dataset source. `documents(spec, where, revision)` yields the entry's documents in a fixed
     order, and a `Skipped` for each invalid record the entry says to skip (so it is counted)."""
 
+    name: str  # the `source:` value that picks it (its key in `rankscale.sources.SOURCES`)
     documents: Callable[[Mapping[str, Any], str, str | None], Iterable[Document | Skipped]]
     provenance: Callable[[Mapping[str, Any], str | None], dict[str, Any]]
     check: Callable[[Mapping[str, Any], str, bool], None] = _no_check  # before any job: paths, fields

@@ -92,4 +92,4 @@ def provenance(spec: Mapping[str, Any], resolved: str | None) -> dict[str, Any]:
     }
 
 
-SOURCE = Source(documents=documents, provenance=provenance, resolve_revision=resolve_revision, shuffles=True)
+SOURCE = Source(name="hub", documents=documents, provenance=provenance, resolve_revision=resolve_revision, shuffles=True)

@@ -233,4 +233,4 @@ def provenance(spec: Mapping[str, Any], resolved: str | None) -> dict[str, Any]:
     return {"path": str(spec["path"]), "resolved_revision": "local file"}
 
 
-SOURCE = Source(documents=documents, provenance=provenance, check=check)
+SOURCE = Source(name="local", documents=documents, provenance=provenance, check=check)

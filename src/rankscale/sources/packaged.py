@@ -82,4 +82,4 @@ def provenance(spec: Mapping[str, Any], resolved: str | None) -> dict[str, Any]:
     return {"name": spec["name"], "package": package, "resolved_revision": package}
 
 
-SOURCE = Source(documents=documents, provenance=provenance, check=check)
+SOURCE = Source(name="packaged", documents=documents, provenance=provenance, check=check)

@@ -1,8 +1,8 @@
 """Per model x dataset summaries: computed once from a rank array (`compute`), read as typed results (`types`)."""
 
 from rankscale.bootstrap import Resampling
+from rankscale.limits import FEW_DOCUMENTS
 from rankscale.summary.compute import (
-    FEW_DOCUMENTS,
     RankPairs,
     SummarySettings,
     kish_documents,

@@ -124,11 +124,6 @@ def per_document(
     return docs, {name: value for name, value in stats.items() if value is not None}
 
 
-# Below this many effective documents a dataset is marked `few_documents` in metrics.csv: there the document
-# bootstrap's percentile intervals of a model's metrics cover less than 93% of the time (benchmarks/few_documents.py,
-# docs/science.md "Few documents"), and a law's lack of fit is tested from the documents themselves
-# (`rankscale.laws.few_documents`): Hotelling's T^2 on Kish's n_eff - 1 rejects no exact law at pydoc's 6.6.
-FEW_DOCUMENTS = 30.0
 
 
 JACKKNIFE = "jack_"  # a bootstrap file's leave-one-unit-out values of the histogram statistics: jack_<name> [U]
@@ -250,15 +245,3 @@ def summarize(
         **{f"{JACKKNIFE}{k}": v for k, v in jackknife.items()},
     }
     return summary, hist, boot
-
-
-def default_k(schema: Mapping[str, Any]) -> list[int]:
-    """Every k the schema's defaults put on the k grid (`analysis.k_include`, `law_k`, `emergence_k`, the figures'
-    `rbp_k`, `large_k`): a model whose |V| is below some of them leaves those out without a warning, which only a k
-    the configuration itself wrote is worth."""
-    found: set[int] = set()
-    for section in ("analysis", "figures"):
-        for name, spec in schema["properties"][section].get("properties", {}).items():
-            if (name == "k_include" or name.endswith("_k")) and isinstance(spec.get("default"), list):
-                found.update(int(k) for k in spec["default"])
-    return sorted(found)

@@ -1,10 +1,11 @@
-"""What every table shares: the registry entry, its inputs, typed columns, the bootstrap replicates."""
+"""What every table job shares: its inputs, typed columns, the bootstrap replicates (the registry entry and the
+settings it declares are `rankscale.tables.declaration`, which planning reads without this module's imports)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -17,47 +18,10 @@ from rankscale.laws import FORMS, FitForm, FittedLaw
 from rankscale.metrics import METRICS
 from rankscale.statistics import TOKENS, Totals, stratum_totals
 from rankscale.summary import Summary
+from rankscale.tables.declaration import Table, TableSettings  # noqa: F401  (re-exported: the entry)
 
 INTEGER_COLUMNS = ("k", "D", "versus_k")  # integers that may be missing (a metric without k, a model without D)
 TYPED = {"law_form": "form"}  # a setting a builder reads under another name: the FitForm `law_form` names
-
-
-@dataclass(frozen=True)
-class TableSettings:
-    """The `analysis:` settings tables read (`rankscale.plan.table_settings` gives each table those it
-    declares, so changing one reruns only the tables that read it; the others are None here). A new setting is a
-    field here, with its default in workflow/schemas/config.schema.yaml and its line in docs/configuration.md; a property of
-    `TableInputs` of its name types it (without one a builder gets the value as configured)."""
-
-    # each field names where it sits under `analysis:` (rankscale.plan.settings reads it from there)
-    level: float | None = field(metadata={"analysis": "bootstrap.level"})  # coverage of the percentile intervals
-    # small k whose laws are tested out of sample and derived from the lognormal
-    law_k: list[int] | None = field(metadata={"analysis": "law_k"})
-    # the fit form behind powerlaw_fits.csv, contrasts, extrapolation and bands
-    law_form: str | None = field(metadata={"analysis": "law_form"})
-    forms: list[str] | None = field(metadata={"analysis": "forms"})  # the forms form_comparison.csv compares
-    # replicates a form refitted one replicate at a time (offset_power_law) is refitted on
-    refits: int | None = field(metadata={"analysis": "bootstrap.refits"})
-    # the bootstrap's seed: the seed level of the hierarchical bootstrap draws from it too
-    seed: int | None = field(metadata={"analysis": "bootstrap.seed"})
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> TableSettings:
-        unknown = set(params) - {f.name for f in fields(cls)}
-        if unknown:
-            raise KeyError(f"table settings {sorted(unknown)} are not fields of TableSettings")
-        return cls(**{f.name: params.get(f.name) for f in fields(cls)})
-
-    def get(self, name: str) -> Any:
-        """A setting the table declared (`Table.settings`); reading an undeclared one is a bug, said so."""
-        value = getattr(self, name)
-        if value is None:
-            raise KeyError(f"this table reads analysis setting {name!r} but does not declare it in Table.settings")
-        return value
-
-    def only(self, names: Sequence[str]) -> TableSettings:
-        """These settings alone (a table's `Table.settings`), as the workflow gives them to its job."""
-        return TableSettings.from_params({name: self.get(name) for name in names})
 
 
 class Replicates:
@@ -175,19 +139,6 @@ class TableInputs:
         """The replicates, which a table marked `resampled=True` always gets."""
         assert self.replicates is not None, "this table reads bootstrap replicates"
         return self.replicates
-
-
-@dataclass(frozen=True)
-class Table:
-    name: str  # results/<run>/tables/<name>.csv
-    build: Callable[[TableInputs], pd.DataFrame]
-    caption: str  # plain text with ``literal`` spans: its page and the report show it (rankscale.report.captions)
-    section: str  # the analysis the report lists it under (rankscale.sections)
-    needs: tuple[str, ...] = ()  # tables it is built from
-    settings: tuple[str, ...] = ()  # the TableSettings it reads: `build` passes them on by name (`inputs.declared()`)
-    summaries: bool = True  # reads every model x dataset summary
-    resampled: bool = False  # reads every summary's bootstrap replicates
-    trajectories: bool = False  # reads every family x dataset's token trajectories (rule `trajectories`)
 
 
 def typed(df: pd.DataFrame) -> pd.DataFrame:

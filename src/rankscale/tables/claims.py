@@ -17,9 +17,7 @@ import numpy as np
 import pandas as pd
 
 from rankscale.laws import FitForm
-from rankscale.sections import LAWS
-from rankscale.tables.base import Replicates, Table, rows_frame, typed
-from rankscale.tables.lawkit import LAW_SETTINGS
+from rankscale.tables.base import Replicates, TableInputs, rows_frame, typed
 from rankscale.tables.laws import contrast_row
 from rankscale.tables.selection import FitIndex, LawKey, finals
 
@@ -238,27 +236,9 @@ def run_facts(metrics: pd.DataFrame, fits: pd.DataFrame, replicates: Replicates,
     return out
 
 
-TABLES = [
-    Table(
-        name="paper_claims",
-        section=LAWS,
-        build=lambda inputs: claims_table(
+def build_paper_claims(inputs: TableInputs) -> pd.DataFrame:
+    """paper_claims.csv from its job's inputs (its entry: rankscale.tables.entries.claims)."""
+    return claims_table(
             inputs.tables["powerlaw_fits"],
             run_facts(inputs.tables["metrics"], inputs.tables["powerlaw_fits"], inputs.needed(), **inputs.declared()),
-        ),
-        needs=("metrics", "powerlaw_fits"),
-        summaries=False,
-        resampled=True,
-        settings=LAW_SETTINGS,
-        caption=(
-            "The paper's published claims (arXiv 2510.20387), checked against this run per family and dataset: "
-            "``claim`` names one, ``paper`` says it, ``value`` is this run's (R² of the law of -log RBP_k at ``k``; "
-            "alpha; a paired difference of exponents), ``ci_low``, ``ci_high`` its interval as in "
-            "powerlaw_fits.csv and exponent_contrasts.csv. ``holds``: yes where the whole interval lies on the "
-            "claim's side of its threshold, no where it lies wholly beyond, undecided where it straddles it "
-            "(``note`` says when a point is judged without an interval); not testable here where this run has no "
-            "law for it (the k is not on its grid or above |V|, a family of one size), with the reason in "
-            "``note``."
-        ),
-    ),
-]
+        )

@@ -13,9 +13,8 @@ from rankscale.intervals import bca
 from rankscale.laws import FitForm, FittedLaw
 from rankscale.laws.agreement import interval_p_value
 from rankscale.metrics import METRICS
-from rankscale.sections import LAWS
-from rankscale.tables.base import Replicates, Table, interval_columns, rows_frame, typed, with_intervals
-from rankscale.tables.lawkit import LAW_SETTINGS, LawRefits, between_family_rows
+from rankscale.tables.base import Replicates, TableInputs, interval_columns, rows_frame, typed, with_intervals
+from rankscale.tables.lawkit import LawRefits, between_family_rows
 from rankscale.tables.model_intervals import one_model_interval
 from rankscale.tables.selection import FitIndex, LawKey, finals, note_last, optional_int, single_size
 
@@ -125,30 +124,8 @@ def _cross_family_row(
     }
 
 
-TABLES = [
-    Table(
-        name="cross_family",
-        section=LAWS,
-        build=lambda inputs: cross_family_table(
+def build_cross_family(inputs: TableInputs) -> pd.DataFrame:
+    """cross_family.csv from its job's inputs (its entry: rankscale.tables.entries.cross_family)."""
+    return cross_family_table(
             inputs.tables["metrics"], inputs.tables["powerlaw_fits"], inputs.needed(), **inputs.declared()
-        ),
-        needs=("metrics", "powerlaw_fits"),
-        summaries=False,
-        resampled=True,
-        settings=(*LAW_SETTINGS, "law_k"),
-        caption=(
-            "Where a model of a family with fewer than two sizes (``family``, ``model``: e.g. one pretrained model) "
-            "sits against the law of another family (``law_family``) on the same dataset: the law "
-            "(``analysis.law_form``, fitted to ``law_n_models`` models between ``law_S_min`` and ``law_S_max``) "
-            "predicts -log RBP_k (``metric = neg_log_rbp``, k of ``analysis.law_k``), cross-entropy and "
-            "cross-entropy in bits per byte (``bpb``, comparable across tokenizers) at the model's "
-            "S (``S_over_law_S_max``: how far beyond the law's sizes). ``predicted_ci_*``: percentile interval of the "
-            "law refitted on every bootstrap replicate, for a new model's value: the law's sizes' scatter (tau^2) "
-            "and a new size's deviation included, and with seeds a new run's; ``observed_ci_*``: the model's "
-            "document-bootstrap interval; ``ratio`` = observed / predicted, its interval and ``p_value`` (ratio = "
-            "1, two-sided) from the two combined draw by draw. Both families score the same documents, drawn once "
-            "for both in every replicate, so the ratio is paired. A ``note`` says why a row has no numbers (no family with a law on the dataset, a law "
-            "not fitted). Empty when every family has two or more sizes."
-        ),
-    ),
-]
+        )

@@ -13,10 +13,9 @@ from rankscale.conjecture import markov_run_rate
 from rankscale.intervals import PROBABILITY, ModelInterval, bca, leave_one_out, ratio_of_sums
 from rankscale.laws import FitForm, Points
 from rankscale.metrics import METRICS
-from rankscale.sections import EMERGENCE
 from rankscale.statistics import PAIRS_BOTH_HIT, PAIRS_PREV_HIT, RUN_HITS, RUN_WINDOWS, Totals
 from rankscale.summary import Summary
-from rankscale.tables.base import Replicates, Table, interval_columns, rows_frame, typed, with_intervals
+from rankscale.tables.base import Replicates, TableInputs, interval_columns, rows_frame, typed, with_intervals
 from rankscale.tables.lawkit import exponent_contrast
 from rankscale.tables.model_intervals import certain, design_columns, ratio_intervals
 from rankscale.tables.noise import LawNoise, Noise
@@ -215,48 +214,15 @@ def emergence_laws_table(
     return df.astype({"N": "Int64"}) if "N" in df else df  # missing on a note row: N stays an integer
 
 
-TABLES = [
-    Table(
-        name="emergence",
-        section=EMERGENCE,
-        build=lambda inputs: emergence_table(
+def build_emergence(inputs: TableInputs) -> pd.DataFrame:
+    """emergence.csv from its job's inputs (its entry: rankscale.tables.entries.emergence)."""
+    return emergence_table(
             inputs.summaries, inputs.tables["powerlaw_fits"], inputs.replicates, **inputs.declared()
-        ),
-        needs=("powerlaw_fits",),
-        resampled=True,
-        settings=("level", "law_form"),
-        caption=(
-            "Emergence: for a task needing N consecutive tokens inside the top-k, ``empirical`` is the measured "
-            "fraction of N-token runs (consecutive scored tokens of one document; ``n_runs`` of them) that lie "
-            "entirely inside the top-k; ``predicted`` = RBP_k^N assumes independent positions; ``markov`` = "
-            "RBP_k · P(hit | previous hit)^(N-1) a first-order Markov chain of hits; ``fitted`` = "
-            "exp(-N C S^-alpha) from the power-law fit; ``ratio_empirical_independent`` how far independence is "
-            "off. Intervals over the documents: ``empirical`` by the cluster-robust t of the documents' own run "
-            "rates (as metrics.csv's RBP_k), ``predicted`` RBP_k's to the power N, ``markov`` and the ratio by BCa; "
-            "``ci_reliable`` / ``ci_note`` as metrics.csv's for the model's documents; an interval left out "
-            "(BCa finding no valid interval) is named in ``ci_note`` with why. A run rate of 0 in every document "
-            "has no cluster-robust variance: its interval is a one-sided upper bound (Clopper-Pearson on the "
-            "effective number of documents as trials), said so in ``ci_note``, and the ratio and a Markov rate of 0 "
-            "get upper ends from it (``ci_note`` says how)."
-        ),
-    ),
-    Table(
-        name="emergence_laws",
-        section=EMERGENCE,
-        build=lambda inputs: emergence_laws_table(
+        )
+
+
+def build_emergence_laws(inputs: TableInputs) -> pd.DataFrame:
+    """emergence_laws.csv from its job's inputs (its entry: rankscale.tables.entries.emergence)."""
+    return emergence_laws_table(
             finals_of(inputs.summaries), inputs.tables["powerlaw_fits"], inputs.needed(), **inputs.declared()
-        ),
-        needs=("powerlaw_fits",),
-        resampled=True,
-        settings=("level", "law_form", "refits", "seed"),
-        caption=(
-            "The paper's emergence law -log p_{N,k} = N C S^-alpha tested on measured run rates: per family, "
-            "dataset, k and N, the power law fitted to -log(empirical N-run rate), its exponent "
-            "``alpha_runs`` against ``alpha_k`` of -log RBP_k (``difference``: the exponent of the law of their "
-            "ratio, with its paired-bootstrap interval and p-value), and ``C_ratio`` = C_runs / (N C), 1 if positions were independent. A family of one size "
-            "has no law: one row per dataset says so in ``note``. Every interval includes the sizes' scatter "
-            "around the law (``tau2`` of the runs' law, ``tau2_difference`` of the ratio's, ``noise``; "
-            "powerlaw_fits.csv says how)."
-        ),
-    ),
-]
+        )

@@ -19,9 +19,8 @@ from rankscale.laws import FitForm, FittedLaw, Points
 from rankscale.laws.pivot import equivalent_df, half_width, variances
 from rankscale.laws.random_effects import SizeLevel, log_design, ols_map, size_matrix, t_interval
 from rankscale.metrics import METRICS, Metric
-from rankscale.sections import OUT_OF_SAMPLE
-from rankscale.tables.base import Replicates, Table, typed
-from rankscale.tables.lawkit import GROUP, LAW_SETTINGS, law_k_rows
+from rankscale.tables.base import Replicates, TableInputs, typed
+from rankscale.tables.lawkit import GROUP, law_k_rows
 from rankscale.tables.noise import Noise, law_replicates, size_level_of
 from rankscale.tables.selection import ONE_SIZE, finals, note_last, optional_int
 
@@ -152,28 +151,8 @@ def extrapolation_table(metrics: pd.DataFrame, replicates: Replicates, law_k: Se
     return note_last(typed(pd.DataFrame(rows)))
 
 
-TABLES = [
-    Table(
-        name="extrapolation",
-        section=OUT_OF_SAMPLE,
-        build=lambda inputs: extrapolation_table(
+def build_extrapolation(inputs: TableInputs) -> pd.DataFrame:
+    """extrapolation.csv from its job's inputs (its entry: rankscale.tables.entries.extrapolation)."""
+    return extrapolation_table(
             finals(inputs.tables["metrics"]), inputs.needed(), **inputs.declared()
-        ),
-        needs=("metrics",),
-        summaries=False,
-        resampled=True,
-        settings=(*LAW_SETTINGS, "law_k"),
-        caption=(
-            "Out-of-sample test: the law fitted without the largest size (``n_fit`` = all but one) and, "
-            "with at least four sizes, without the two largest, predicts the held-out sizes' RBP_k "
-            "(``analysis.law_k``) and cross-entropy. ``predicted_ci_*``: the interval for the held-out model's "
-            "value on these documents (``judged = paired``): the observed and predicted values share every "
-            "document draw, so the document (and seed) variance is that of their difference replicate by "
-            "replicate; a held-out size is a new draw of the sizes' scatter around the law, so ``tau2`` (REML on "
-            "the fitted sizes) enters too, with every value of it the fitted sizes allow (its generalized pivotal "
-            "quantity); ``df``: the interval as Student's t at ``tau2`` (empty: no wider than Normal). ``covered``: "
-            "the observed value lies inside; ``rel_error`` = predicted / observed - 1. A family with fewer than three sizes has nothing "
-            "to hold out: one row per dataset says so in ``note``."
-        ),
-    ),
-]
+        )

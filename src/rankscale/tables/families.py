@@ -20,8 +20,7 @@ from rankscale.laws import FitForm, Points
 from rankscale.laws.pivot import TauPivot, equivalent_df, half_width, mixture_p_value, variances
 from rankscale.laws.random_effects import log_design, ols_map, size_matrix
 from rankscale.metrics import METRICS
-from rankscale.sections import LAWS
-from rankscale.tables.base import Replicates, Table, rows_frame, typed
+from rankscale.tables.base import Replicates, TableInputs, rows_frame, typed
 from rankscale.tables.lawkit import GROUP, between_family_rows
 from rankscale.tables.noise import Noise, law_replicates, size_level_of
 from rankscale.tables.selection import FitIndex, LawKey, finals, optional_int
@@ -115,28 +114,8 @@ def _contrast(a: FamilyExponent | str, b: FamilyExponent | str, level: float) ->
             "noise": a.label if a.label == b.label else f"{a.label} | {b.label}", "note": ""}  # fmt: skip
 
 
-TABLES = [
-    Table(
-        name="family_contrasts",
-        section=LAWS,
-        build=lambda inputs: family_contrasts_table(
+def build_family_contrasts(inputs: TableInputs) -> pd.DataFrame:
+    """family_contrasts.csv from its job's inputs (its entry: rankscale.tables.entries.families)."""
+    return family_contrasts_table(
             inputs.tables["metrics"], inputs.tables["powerlaw_fits"], inputs.needed(), **inputs.declared()
-        ),
-        needs=("metrics", "powerlaw_fits"),
-        summaries=False,
-        resampled=True,
-        settings=("level", "law_k", "law_form", "seed"),  # no refits: its intervals are t, not refitted
-        caption=(
-            "Exponents of two families' laws compared on the same dataset and quantity (cross-entropy, -log RBP_k at "
-            "``analysis.law_k``, and cross-entropy in bits per byte, ``bpb``, the one that compares across "
-            "tokenizers): ``difference`` = alpha(``family``) - alpha(``versus``). Both families score the "
-            "same documents and every bootstrap replicate draws them once for both, so the document noise is "
-            "paired (``sd_documents``: the difference's document standard deviation, their covariance included); "
-            "each family's own scatter of sizes around its law (``tau2``, ``tau2_versus``: REML, log space) adds "
-            "its variance, with every value of each family's tau^2 its sizes allow (a generalized pivotal quantity). "
-            "Interval and ``p_value`` (difference = 0, two-sided) from that mixture of Normals; ``df``: the "
-            "interval as Student's t at the estimated ``tau2`` (empty: no wider than Normal). Empty when fewer than two families have "
-            "a law on a dataset."
-        ),
-    ),
-]
+        )

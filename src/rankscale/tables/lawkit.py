@@ -19,11 +19,11 @@ from rankscale.laws import FitForm, FittedLaw, Points
 from rankscale.laws.agreement import interval_p_value
 from rankscale.laws.few_documents import Documents
 from rankscale.tables.base import Replicates
+from rankscale.tables.declaration import LAW_SETTINGS  # noqa: F401  (re-exported)
 from rankscale.tables.noise import LawNoise, Noise, law_noise, size_correlation_of
 from rankscale.tables.selection import size_note
 
 GROUP = ["family", "dataset", "metric", "k"]  # one law per group of the metrics table
-LAW_SETTINGS = ("level", "law_form", "refits", "seed")  # what a table that fits and refits laws reads
 # metrics.csv's `ci_method` of a statistic whose interval reads its bootstrap replicates under the bias rule
 # (`rankscale.intervals.stable_choice`): BCa, its jackknife t fallback, BC without a jackknife
 REPLICATE_METHODS = ("bca", "bc", "jackknife_t")

@@ -19,10 +19,9 @@ import pandas as pd
 from rankscale.bootstrap import has_replicas, seed_draws
 from rankscale.laws import FitForm, Points
 from rankscale.metrics import METRICS
-from rankscale.sections import SEEDS
 from rankscale.tables.base import (
     Replicates,
-    Table,
+    TableInputs,
     interval_columns,
     law_parameters,
     rows_frame,
@@ -154,44 +153,13 @@ def seed_fits_table(
     return typed(rows_frame(rows, seed_fits_columns(form)))  # no size with several seeds: the header alone
 
 
-TABLES = [
-    Table(
-        name="seed_variance",
-        section=SEEDS,
-        build=lambda inputs: seed_variance_table(inputs.tables["metrics"], inputs.needed(), **inputs.declared()),
-        needs=("metrics",),
-        summaries=False,
-        resampled=True,
-        settings=("level", "law_k", "seed"),
-        caption=(
-            "Training-run noise against evaluation noise, per size trained with several seeds (``seeds``), dataset "
-            "and metric (cross-entropy, RBP_k at ``analysis.law_k``): ``var_seeds``, the variance of the metric "
-            "across the seeds' runs (the same documents), against ``var_documents``, the document-bootstrap "
-            "variance of one run's value (their mean over the runs); ``share_seeds`` = var_seeds / (var_seeds + "
-            "var_documents). Intervals: the hierarchical bootstrap (runs resampled within the size, their spread "
-            "corrected by m / (m - 1), and documents), percentile. With few seeds they are wide: three runs say "
-            "little about a variance. Empty when no size has several seeds."
-        ),
-    ),
-    Table(
-        name="seed_fits",
-        section=SEEDS,
-        build=lambda inputs: seed_fits_table(
-            inputs.tables["metrics"], inputs.tables["powerlaw_fits"], inputs.needed(), **inputs.declared()
-        ),
-        needs=("metrics", "powerlaw_fits"),
-        summaries=False,
-        resampled=True,
-        settings=("level", "law_k", "law_form", "refits"),
-        caption=(
-            "The law (``analysis.law_form``) fitted to each seed's final models alone, per family, dataset, metric "
-            "(cross-entropy, -log RBP_k at ``analysis.law_k``) and seed, with intervals over documents and that "
-            "seed's sizes' scatter around its law (``tau2``, ``lof_*``, ``df``, ``noise``: as powerlaw_fits.csv); "
-            "and per "
-            "law the spread of the exponent across the seeds (``exponent_seed_*``: mean, standard deviation, "
-            "range) beside the pooled fit of powerlaw_fits.csv and its interval (``pooled_noise``: the sources it "
-            "includes). A pooled interval that is narrower than the seeds' spread would be blind to training noise. "
-            "Empty when no size has several seeds."
-        ),
-    ),
-]
+def build_seed_variance(inputs: TableInputs) -> pd.DataFrame:
+    """seed_variance.csv from its job's inputs (its entry: rankscale.tables.entries.seeds)."""
+    return seed_variance_table(inputs.tables["metrics"], inputs.needed(), **inputs.declared())
+
+
+def build_seed_fits(inputs: TableInputs) -> pd.DataFrame:
+    """seed_fits.csv from its job's inputs (its entry: rankscale.tables.entries.seeds)."""
+    return seed_fits_table(
+        inputs.tables["metrics"], inputs.tables["powerlaw_fits"], inputs.needed(), **inputs.declared()
+    )

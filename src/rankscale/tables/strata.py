@@ -14,15 +14,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale import sections
 from rankscale.intervals import PROBABILITY, ModelInterval, bca, ratio_of_sums
 from rankscale.laws import FitForm, FittedLaw, Points
 from rankscale.metrics import METRICS
 from rankscale.statistics import STRATA_TOKENS, TOKENS, Totals, stratum_totals
 from rankscale.strata import STRATA
 from rankscale.summary import MODEL_COLUMNS, Summary
-from rankscale.tables.base import Replicates, Table, rows_frame, typed
-from rankscale.tables.lawkit import LAW_SETTINGS, exponent_contrast, fit_or_note
+from rankscale.tables.base import Replicates, TableInputs, rows_frame, typed
+from rankscale.tables.lawkit import exponent_contrast, fit_or_note
 from rankscale.tables.laws import fits_columns, fits_table
 from rankscale.tables.model_intervals import certain, design_columns, ratio_intervals
 from rankscale.tables.noise import Noise, law_documents, law_replicates
@@ -195,52 +194,16 @@ def _contrast(
             **{k: row[k] for k in ("difference", "ci_low", "ci_high", "p_value", "tau2", "noise")}, "note": ""}  # fmt: skip
 
 
-TABLES = [
-    Table(
-        name="strata",
-        section=sections.STRATA,
-        build=lambda inputs: strata_table(inputs.summaries, inputs.needed(), **inputs.declared()),
-        resampled=True,
-        settings=("level",),
-        caption=(
-            "Metrics by stratum of the scored tokens (``analysis.strata``), per model and dataset: ``kind`` is the "
-            "partition (``frequency``: the target's frequency rank among the dataset's scored targets; ``context``: "
-            "tokens before the target in its window; ``kind``: what the target token is), ``stratum`` its bin. "
-            "``n_stratum`` and ``share``: the stratum's scored tokens and their share of the model's; ``metric = "
-            "rbp``: RBP_k at the k of ``analysis.law_k``; ``metric = ce``: cross-entropy (nats). Intervals: the "
-            "cluster-robust t of the documents' own ratios, as metrics.csv's (``ci_reliable`` / ``ci_note`` as "
-            "there); a value or share observed as 0 (1) in every document has a one-sided upper (lower) bound, "
-            "which ``ci_note`` names with how it was derived."
-        ),
-    ),
-    Table(
-        name="strata_fits",
-        section=sections.STRATA,
-        build=lambda inputs: strata_fits_table(inputs.summaries, replicates=inputs.needed(), **inputs.declared()),
-        resampled=True,
-        settings=LAW_SETTINGS,
-        caption=(
-            "The law of each stratum (``analysis.law_form``, as powerlaw_fits.csv) per family, dataset, stratum "
-            "kind, stratum, metric and k: y = -log RBP_k of the stratum's tokens (``metric = neg_log_rbp``) or their "
-            "cross-entropy (``metric = ce``) against S, with intervals from refitting on every bootstrap replicate. "
-            "``lof_*`` as there: not testable (``lof_p`` empty) under 20 effective documents of the dataset, even "
-            "where the stratum's tokens spread evenly over them (``lof_n_eff``: the fewer of the two). "
-            "A ``note`` says why a row was not fitted (one size, or RBP_k = 1 in the stratum)."
-        ),
-    ),
-    Table(
-        name="strata_contrasts",
-        section=sections.STRATA,
-        build=lambda inputs: strata_contrasts_table(inputs.summaries, replicates=inputs.needed(), **inputs.declared()),
-        resampled=True,
-        settings=LAW_SETTINGS,
-        caption=(
-            "Do strata scale differently? Per family, dataset, stratum kind and law: the exponent of each stratum "
-            "minus that of the kind's ``reference`` stratum (the most frequent tokens, the shortest contexts, "
-            "words): the exponent of the law of the ratio of the two strata's quantities over the same models, "
-            "with its own document covariance and scatter of sizes (``tau2``, as in exponent_contrasts.csv): "
-            "percentile interval and two-sided p-value, the sizes' scatter included (``noise``). Compare the rows of ``metric = neg_log_rbp`` with those of ``metric = ce`` to see whether the "
-            "relative-based and the absolute metric disagree by stratum."
-        ),
-    ),
-]
+def build_strata(inputs: TableInputs) -> pd.DataFrame:
+    """strata.csv from its job's inputs (its entry: rankscale.tables.entries.strata)."""
+    return strata_table(inputs.summaries, inputs.needed(), **inputs.declared())
+
+
+def build_strata_fits(inputs: TableInputs) -> pd.DataFrame:
+    """strata_fits.csv from its job's inputs (its entry: rankscale.tables.entries.strata)."""
+    return strata_fits_table(inputs.summaries, replicates=inputs.needed(), **inputs.declared())
+
+
+def build_strata_contrasts(inputs: TableInputs) -> pd.DataFrame:
+    """strata_contrasts.csv from its job's inputs (its entry: rankscale.tables.entries.strata)."""
+    return strata_contrasts_table(inputs.summaries, replicates=inputs.needed(), **inputs.declared())

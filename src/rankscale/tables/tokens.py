@@ -31,8 +31,7 @@ from rankscale.intervals import (
     ratio_of_sums,
     unreliable_design,
 )
-from rankscale.sections import STRATA
-from rankscale.tables.base import Table, interval_columns, rows_frame, typed
+from rankscale.tables.base import TableInputs, interval_columns, rows_frame, typed
 from rankscale.trajectories import RANK_BINS, TrajectoryResult
 
 KEY = ("family", "dataset")
@@ -312,55 +311,21 @@ def transitions_table(results: Sequence[TrajectoryResult], level: float) -> pd.D
     return rows_frame(rows, TRANSITION_COLUMNS).reindex(columns=list(TRANSITION_COLUMNS))
 
 
-def _entry(name: str, build: Any, caption: str) -> Table:
-    return Table(name=name, section=STRATA, build=lambda inputs: build(inputs.tracked(), **inputs.declared()),
-                 summaries=False, trajectories=True, settings=("level",), caption=caption)  # fmt: skip
+def build_token_churn(inputs: TableInputs) -> pd.DataFrame:
+    """token_churn.csv from its job's inputs (its entry: rankscale.tables.entries.tokens)."""
+    return churn_table(inputs.tracked(), **inputs.declared())
 
 
-EMPTY = "Empty when no family was scored; a family with one model or arrays that do not align gets a row with its note."
-TABLES = [
-    _entry(
-        "token_churn",
-        churn_table,
-        (
-            "Per family, dataset and k: the share of scored tokens **gained** (outside the top k at the smaller size, "
-            "inside at the larger), **lost** (the reverse), **net** (= the change in RBP_k exactly) and **flips** "
-            "(gained + lost) between consecutive sizes (``axis`` size; per stratum too: ``kind``, ``stratum``), "
-            "consecutive checkpoints of a run (``checkpoint``) and two seeds of a size (``seed``). ``seed_floor``: the "
-            "flips between seeds of the same size(s), the noise floor of per-token flips. 95% intervals from the "
-            f"document bootstrap. {EMPTY}"
-        ),
-    ),
-    _entry(
-        "token_learning",
-        learning_table,
-        (
-            "When a token enters the top k along the sizes and stays: per family, dataset, stratum and k, ``rbp`` "
-            "(RBP_k at each size) beside ``kept_by`` (inside at that size and every larger one), ``learned_at`` (entered "
-            "there and kept); ``always``, ``never``, ``unstable`` (in at some size, out at the largest), ``monotone``; "
-            "``kept_of_gains`` (the share of gains between consecutive sizes kept to the largest size), "
-            "``lost_per_gained``, ``already_at_smallest`` (of the tokens the largest size ranks in the top k, the "
-            f"share already there at the smallest). {EMPTY}"
-        ),
-    ),
-    _entry(
-        "token_slopes",
-        slopes_table,
-        (
-            "Per family and dataset, the least-squares slope of log R on log S of every scored token across the sizes: "
-            "mean, sd and quantiles, the shares improving, worsening, saturated (rank 1 at every size) and flat, and "
-            "``sd_noise``, the spread noise alone gives (seeds where a size has several, else permutations of the "
-            "sizes: ``noise_source``); ``sd_excess`` is the spread beyond it: zero for a pure shift of log R. "
-            f"{EMPTY}"
-        ),
-    ),
-    _entry(
-        "rank_transitions",
-        transitions_table,
-        (
-            "Between consecutive sizes of each family and dataset, the transition matrix of rank on log bins (1, 2-10, "
-            "11-100, 101-1000, >1000): ``share`` of scored tokens in each cell, ``conditional`` the share of the "
-            f"``bin_from`` row's tokens. 95% intervals from the document bootstrap. {EMPTY}"
-        ),
-    ),
-]
+def build_token_learning(inputs: TableInputs) -> pd.DataFrame:
+    """token_learning.csv from its job's inputs (its entry: rankscale.tables.entries.tokens)."""
+    return learning_table(inputs.tracked(), **inputs.declared())
+
+
+def build_token_slopes(inputs: TableInputs) -> pd.DataFrame:
+    """token_slopes.csv from its job's inputs (its entry: rankscale.tables.entries.tokens)."""
+    return slopes_table(inputs.tracked(), **inputs.declared())
+
+
+def build_rank_transitions(inputs: TableInputs) -> pd.DataFrame:
+    """rank_transitions.csv from its job's inputs (its entry: rankscale.tables.entries.tokens)."""
+    return transitions_table(inputs.tracked(), **inputs.declared())

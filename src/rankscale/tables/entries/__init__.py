@@ -1,0 +1,1 @@
+"""The tables, declared by topic: planning imports these, never the topic modules that implement them."""
