@@ -6,7 +6,7 @@ corpus's documents, `distribution_replicates` of the rank array's per-document h
 jackknife over documents (for error entropy, self-alignment and confidence the jackknife-corrected estimator's
 replicates, recentred, and its own leave-one-out values, as `summarize` stores them); redraw 0 takes the workflow's
 own seed. Each redraw gets its interval from the tables'
-code (`rankscale.intervals.bca` with `BIAS_LIMIT`, as metrics.csv and conjecture.csv). Reported, over the rows
+code (`rankscale.bca.bca` with `BIAS_LIMIT`, as metrics.csv and conjecture.csv). Reported, over the rows
 (model x dataset x statistic):
 
 - the on/off flip rate: the share of redraws whose interval exists where the run's own does not, or not where it
@@ -37,19 +37,11 @@ from types import ModuleType
 
 import numpy as np
 
+from rankscale.bca import BEYOND_FACTOR, JACKKNIFE_T, MIN_TAIL_REPLICATES, STABLE_SHARE, Z0_MARGIN, bca
 from rankscale.bootstrap import resample_counts
 from rankscale.conjecture import distribution_replicates
 from rankscale.decomposition_jackknife import corrected_decomposition
-from rankscale.intervals import (
-    BEYOND_FACTOR,
-    BIAS_LIMIT,
-    JACKKNIFE_T,
-    MIN_TAIL_REPLICATES,
-    STABLE_SHARE,
-    Z0_MARGIN,
-    ModelInterval,
-    bca,
-)
+from rankscale.intervals import BIAS_LIMIT, ModelInterval
 from rankscale.rankfile import load_rank_arrays
 from rankscale.summary import read_summary
 from rankscale.summary.compute import RankPairs

@@ -29,9 +29,10 @@ import numpy as np
 from model_interval_coverage import LEVEL, Cell, Population, cells, pct, scale_of
 from scipy import sparse
 
+from rankscale.bca import bca
 from rankscale.bootstrap import kish_documents, resample_counts
 from rankscale.decomposition_jackknife import CORRECTED, corrected_blocks, recentred
-from rankscale.intervals import BIAS_LIMIT, bca
+from rankscale.intervals import BIAS_LIMIT
 
 REPLICATES = 200
 

@@ -37,9 +37,10 @@ from pathlib import Path
 import numpy as np
 from scipy import sparse
 
+from rankscale.bca import bca
 from rankscale.bootstrap import expanded_level, interval, kish_documents, resample_counts
 from rankscale.conjecture import distribution_replicates, distribution_statistics
-from rankscale.intervals import BIAS_LIMIT, RELIABLE_DESIGN_EFFECT, RELIABLE_DOCUMENTS, bca, unreliable_design
+from rankscale.intervals import BIAS_LIMIT, RELIABLE_DESIGN_EFFECT, RELIABLE_DOCUMENTS, unreliable_design
 from rankscale.metrics import METRICS
 from rankscale.statistics import HITS, LOGPROB_SUM, TOKENS, Totals
 from rankscale.summary.compute import leave_one_out

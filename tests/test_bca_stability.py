@@ -1,4 +1,4 @@
-"""BCa only where it is stable (`rankscale.intervals.bca` with a bias limit, issue 59): a statistic near the limit
+"""BCa only where it is stable (`rankscale.bca.bca` with a bias limit, issue 59): a statistic near the limit
 gets the jackknife t under every redraw of its replicates, never an interval that comes and goes; `ci_mc_error` is
 finite in every edge case and matches a brute-force redraw of the replicates (benchmarks/bca_redraw.py measures both
 on a run's own rows)."""
@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from rankscale.intervals import (
-    BIAS_LIMIT,
+from rankscale.bca import (
     JACKKNIFE_T,
     Bias,
     acceleration,
@@ -22,6 +21,7 @@ from rankscale.intervals import (
     jackknife_bias,
     jackknife_t,
 )
+from rankscale.intervals import BIAS_LIMIT
 
 ESTIMATE = 1.0
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 from scipy import sparse
 
+from rankscale.bca import jackknife_bias
 from rankscale.bootstrap import resample_counts
 from rankscale.conjecture import decomposition, error_entropy
 from rankscale.decomposition_jackknife import (
@@ -19,7 +20,6 @@ from rankscale.decomposition_jackknife import (
     corrected_left_out,
     unit_histograms,
 )
-from rankscale.intervals import jackknife_bias
 from tests.tolerances import unit_roundoff
 
 VOCAB = 60

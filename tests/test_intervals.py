@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
+from rankscale.bca import JACKKNIFE_T, ONE_SIDED, acceleration, bca
 from rankscale.conjecture import distribution_statistics
 from rankscale.identity import OWN_SHA
-from rankscale.intervals import BIAS_LIMIT, JACKKNIFE_T, ONE_SIDED, acceleration, bca, cr2_t, ratio_test
+from rankscale.intervals import BIAS_LIMIT, cr2_t, ratio_test
 from rankscale.lognormal import sample_discrete_lognormal
 from rankscale.rankfile import RankArrays
 from rankscale.statistics import Totals

@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from rankscale.bca import leave_one_out
 from rankscale.bootstrap import interval
-from rankscale.intervals import leave_one_out, ratio_of_sums
+from rankscale.intervals import ratio_of_sums
 from rankscale.tables import TableSettings, build_table
 from rankscale.trajectories import load, save
 from tests.test_table_headers import default_like
@@ -246,7 +247,7 @@ def test_cross_family_observed_value_has_metrics_csv_interval() -> None:
 def test_bca_acceleration_is_scale_free_down_to_tiny_rates() -> None:
     """BCa's acceleration does not depend on the statistic's units: the jackknife of a rate of long runs (values
     near 1e-120, where d^3 underflows) gives the same as at order 1, not 0 / 0."""
-    from rankscale.intervals import acceleration
+    from rankscale.bca import acceleration
 
     jackknife = np.random.default_rng(3).gamma(2.0, 1.0, 40)
     assert acceleration(jackknife * 1e-120) == pytest.approx(acceleration(jackknife), rel=1e-9)

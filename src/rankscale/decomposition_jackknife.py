@@ -14,7 +14,7 @@ A bootstrap replicate is corrected the same way inside itself (its draws are its
 `recentred`. Leaving a unit out changes the histogram only at the ranks its tokens hold, so every T_(-u) of every
 replicate is a sparse update of the replicate's sums: the cost is the (unit, rank) pairs times the replicates.
 
-The rule that decides which interval a histogram statistic gets (`rankscale.intervals.stable_choice`) reads the
+The rule that decides which interval a histogram statistic gets (`rankscale.bca.stable_choice`) reads the
 jackknife's bias of the estimate it is given, from leave-one-unit-out values. For these statistics those must be the
 corrected estimator's own, T_J(-u) (the jackknife over the other m - 1 units, `corrected_left_out`): the plug-in's
 T_(-u) would measure the bias the correction already removed (m times the plug-in's, against T_J), not what is left

@@ -17,7 +17,7 @@ RELIABLE_DESIGN_EFFECT = 2.0
 # from the truth on the run's documents, and there BCa covered none of the truths; the summaries now report their
 # jackknife over documents with replicates recentred on it (`rankscale.decomposition_jackknife`), whose z0 is the
 # estimator's residual bias (benchmarks/histogram_bias.py), and whose leave-one-out values (what
-# `rankscale.intervals.jackknife_bias` reads) are that estimator's own over the other documents (`corrected_left_out`),
+# `rankscale.bca.jackknife_bias` reads) are that estimator's own over the other documents (`corrected_left_out`),
 # not the plug-in's. The lognormal's statistics (|z0| < 0.25 in 97% of corpora) covered 94-97%
 # (benchmarks/model_interval_coverage.py).
 BIAS_LIMIT = 0.25

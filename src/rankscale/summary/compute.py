@@ -134,7 +134,7 @@ def leave_one_out(
 ) -> dict[str, np.ndarray]:
     """Each histogram statistic with one resampling unit's documents left out, [U] over units 0..U - 1 (NaN for a
     unit with no scored document): the jackknife over documents that BCa's acceleration reads
-    (`rankscale.intervals.acceleration`). `statistics` maps blocks of document weights [b, documents] to values."""
+    (`rankscale.bca.acceleration`). `statistics` maps blocks of document weights [b, documents] to values."""
     present = np.unique(units)
     size = int(units.max()) + 1 if units.size else 0
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.intervals import bca
+from rankscale.bca import bca
 from rankscale.laws import FitForm, FittedLaw
 from rankscale.laws.agreement import interval_p_value
 from rankscale.metrics import METRICS

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rankscale.bca import bca
 from rankscale.bootstrap import interval_mc_error
-from rankscale.intervals import bca, ratio_test
+from rankscale.intervals import ratio_test
 from rankscale.laws import ols
 from rankscale.metrics import METRICS
 from rankscale.rankdist import FAMILIES, bound_note

@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rankscale.bca import bca, leave_one_out
 from rankscale.conjecture import markov_run_rate
-from rankscale.intervals import PROBABILITY, ModelInterval, bca, leave_one_out, ratio_of_sums
+from rankscale.intervals import PROBABILITY, ModelInterval, ratio_of_sums
 from rankscale.laws import FitForm, Points
 from rankscale.metrics import METRICS
 from rankscale.statistics import PAIRS_BOTH_HIT, PAIRS_PREV_HIT, RUN_HITS, RUN_WINDOWS, Totals

@@ -25,7 +25,7 @@ from rankscale.tables.selection import size_note
 
 GROUP = ["family", "dataset", "metric", "k"]  # one law per group of the metrics table
 # metrics.csv's `ci_method` of a statistic whose interval reads its bootstrap replicates under the bias rule
-# (`rankscale.intervals.stable_choice`): BCa, its jackknife t fallback, BC without a jackknife
+# (`rankscale.bca.stable_choice`): BCa, its jackknife t fallback, BC without a jackknife
 REPLICATE_METHODS = ("bca", "bc", "jackknife_t")
 
 

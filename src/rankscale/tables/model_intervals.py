@@ -8,12 +8,11 @@ import math
 
 import numpy as np
 
+from rankscale.bca import JACKKNIFE_T, bca
 from rankscale.intervals import (
     BIAS_LIMIT,
-    JACKKNIFE_T,
     PROBABILITY,
     ModelInterval,
-    bca,
     bell_mccaffrey_df,
     cr2_intervals,
     unreliable_design,
@@ -26,7 +25,7 @@ from rankscale.tables.base import Replicates
 CR2_T = "cr2_t"  # `ci_method` of a ratio's interval (`rankscale.intervals.cr2_t`)
 BCA = "bca"  # of a bootstrap interval with the jackknife's acceleration
 BC = "bc"  # of one without (tables built without unit totals): bias-corrected percentiles, acceleration 0
-# a histogram statistic where BCa is unstable: `rankscale.intervals.JACKKNIFE_T` (`ModelInterval.method`)
+# a histogram statistic where BCa is unstable: `rankscale.bca.JACKKNIFE_T` (`ModelInterval.method`)
 
 
 def interval_method(metric: Metric, units: Totals | None) -> str:
@@ -57,7 +56,7 @@ def bootstrap_interval(summary: Summary, name: str, reps: np.ndarray, value: flo
                        level: float, limit: float = BIAS_LIMIT) -> ModelInterval:  # fmt: skip
     """BCa of one statistic from its replicates and, where the unit totals hold it, its jackknife over documents
     (else BC); with a `limit` (a histogram statistic's bias: `rankscale.intervals.BIAS_LIMIT`), BCa only where it is
-    stable, else the jackknife t on the documents' Bell-McCaffrey df, or none (`rankscale.intervals.stable_choice`)."""
+    stable, else the jackknife t on the documents' Bell-McCaffrey df, or none (`rankscale.bca.stable_choice`)."""
     units = replicates.units.get(summary.key)
     jackknife, df = np.zeros(0), math.nan
     if units is not None and left_out(name) in units:

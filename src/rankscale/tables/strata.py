@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.intervals import PROBABILITY, ModelInterval, bca, ratio_of_sums
+from rankscale.bca import bca
+from rankscale.intervals import PROBABILITY, ModelInterval, ratio_of_sums
 from rankscale.laws import FitForm, FittedLaw, Points
 from rankscale.metrics import METRICS
 from rankscale.statistics import STRATA_TOKENS, TOKENS, Totals, stratum_totals

@@ -21,16 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankscale.intervals import (
-    DIFFERENCE,
-    PROBABILITY,
-    UNBOUNDED,
-    ModelInterval,
-    bca,
-    leave_one_out,
-    ratio_of_sums,
-    unreliable_design,
-)
+from rankscale.bca import bca, leave_one_out
+from rankscale.intervals import DIFFERENCE, PROBABILITY, UNBOUNDED, ModelInterval, ratio_of_sums, unreliable_design
 from rankscale.tables.base import TableInputs, interval_columns, rows_frame, typed
 from rankscale.trajectories import RANK_BINS, TrajectoryResult
 
@@ -66,7 +58,7 @@ def ratio(result: TrajectoryResult, num: Any, den: Any, level: float, name: str,
 def smooth(result: TrajectoryResult, statistic: Callable[[Counts], Any], level: float, name: str,
            jackknife: Counts | None) -> dict[str, Any]:  # fmt: skip
     """`name` = a statistic of the summed counts that is no ratio, and its BCa interval (`jackknife`: the totals
-    with each document left out, `rankscale.intervals.leave_one_out`; None: acceleration 0)."""
+    with each document left out, `rankscale.bca.leave_one_out`; None: acceleration 0)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         value = float(statistic(result.point))
         reps = np.asarray(statistic(result.replicates), dtype=np.float64)
