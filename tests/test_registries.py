@@ -209,10 +209,26 @@ def test_a_new_table_is_built_by_its_own_job(extended):
 def test_a_new_fit_form_is_compared_by_the_real_rule(extended):
     forms = read_table(extended.work / "results/toy/tables/form_comparison.csv")
     toy = forms[forms["form"] == "log_linear"]
-    assert len(toy) == len(forms) / 2 and toy["a"].notna().all() and toy["b"].notna().all()
-    assert toy["loo_rmse"].notna().all() and set(forms.loc[forms["preferred"], "form"]) <= {"power_law", "log_linear"}
+    assert len(toy) == len(forms) / 2
+    # a law in log space is fitted where every size's value is positive; CE's decomposition, a jackknife estimate, can
+    # fall below 0 (a KL divergence or -log C near 0: the smoke run's pydoc), and there each form says so in `note`
+    from rankscale.metrics import METRICS
+    from rankscale.tables import finals
+
+    metrics = finals(read_table(extended.work / "results/toy/tables/metrics.csv"))
+    known = {m.law: n for n, m in METRICS.items()}  # the recipe's metric (mrr) is registered in the copy alone
+    for row in toy.itertuples():
+        if row.metric not in known:  # -log MRR: MRR in (0, 1] and below 1 for these models, so always fitted
+            assert str(row.note) in ("", "nan") and np.isfinite([row.a, row.b, row.loo_rmse]).all(), row
+            continue
+        name = known[row.metric]
+        same_k = metrics["k"].isna() if pd.isna(row.k) else metrics["k"] == row.k
+        values = metrics[(metrics["dataset"] == row.dataset) & (metrics["metric"] == name) & same_k]["value"]
+        positive = bool((METRICS[name].to_law(values.to_numpy(dtype=np.float64)) > 0).all())
+        assert (str(row.note) in ("", "nan")) == positive, row
+        assert np.isfinite([row.a, row.b, row.loo_rmse]).all() == positive, row
+    assert set(forms.loc[forms["preferred"], "form"]) <= {"power_law", "log_linear"}
     ce = toy[(toy["metric"] == "ce") & (toy["dataset"] == "humaneval")].iloc[0]
-    metrics = read_table(extended.work / "results/toy/tables/metrics.csv")
     points = metrics[(metrics["metric"] == "ce") & (metrics["dataset"] == "humaneval")].sort_values("S")
     b, a = np.polyfit(np.log(points["S"]), points["value"], 1)
     assert (ce["a"], ce["b"]) == (pytest.approx(a, rel=1e-9), pytest.approx(b, rel=1e-9))
