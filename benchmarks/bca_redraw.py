@@ -42,6 +42,7 @@ from rankscale.bootstrap import resample_counts
 from rankscale.conjecture import distribution_replicates
 from rankscale.decomposition_jackknife import corrected_decomposition
 from rankscale.intervals import BIAS_LIMIT, ModelInterval
+from rankscale.layout import Layout, fill
 from rankscale.rankfile import load_rank_arrays
 from rankscale.summary import read_summary
 from rankscale.summary.compute import RankPairs
@@ -170,7 +171,7 @@ def by_statistic(rows: list[Row], which: str, statistic: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", type=Path, required=True, help="a finished run's root (results/summary, ranks)")
+    parser.add_argument("--run", type=Path, required=True, help="a finished run's directory (its summaries and rank arrays, rankscale.layout)")
     parser.add_argument("--redraws", type=int, default=100)
     parser.add_argument("--replicates", type=int, default=200, help="analysis.lognormal.replicates of the run")
     parser.add_argument("--datasets", nargs="*", default=["pydoc", "humaneval"])
@@ -181,11 +182,11 @@ def main(argv: list[str] | None = None) -> None:
     started = time.time()
     before = load_before(args.before).bca if args.before else None
     rows: list[Row] = []
-    summaries = sorted((args.run / "results" / "summary").glob("*/*.json"))
+    summaries = sorted(args.run.glob(f"{fill(Layout.SUMMARY, model='*', summary='*')}.json"))
     for path in summaries:
         if path.name.split("-")[0] not in args.datasets or (args.models and path.parent.name not in args.models):
             continue
-        rows += summary_rows(path, args.run / "results" / "ranks", args.redraws, args.replicates, before)
+        rows += summary_rows(path, args.run / Path(Layout.ranks_dir("*")).parent, args.redraws, args.replicates, before)
         print(f"{path.parent.name}/{path.name}: {time.time() - started:.0f} s", file=sys.stderr, flush=True)
     lines = report(rows, "new") + (report(rows, "old") if before else [])
     new_methods = {m for r in rows for m in (getattr(i, "method", "") or "bca" for i in r.new)}

@@ -263,7 +263,10 @@ def test_every_number_has_an_interval(smoke_run):
         ok = emergence[p].notna()
         assert ((emergence[f"{p}_ci_low"] <= emergence[p]) & (emergence[p] <= emergence[f"{p}_ci_high"]))[ok].all()
     contrasts = pd.read_csv(tables / "exponent_contrasts.csv")
-    assert set(contrasts["dataset"]) == set(DATASETS) and contrasts["p_value"].between(0, 1).all()
+    # a contrast of a law that has no interval (some model's statistic biased under resampling) has no p either
+    gated = contrasts["note"].fillna("").str.contains("no interval: ")
+    assert set(contrasts["dataset"]) == set(DATASETS) and contrasts.loc[~gated, "p_value"].between(0, 1).all()
+    assert contrasts.loc[gated, ["ci_low", "ci_high", "p_value"]].isna().all().all() and (~gated).any()
     extrapolation = pd.read_csv(tables / "extrapolation.csv")
     assert set(extrapolation["held_out_model"]) == {"smoke-c"} and (extrapolation["n_fit"] == 2).all()
     forms = pd.read_csv(tables / "form_comparison.csv")
