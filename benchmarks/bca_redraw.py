@@ -1,4 +1,4 @@
-"""BCa under a redraw of its replicates, on a finished run's own rows (issue 59, item 6).
+"""BCa under a redraw of its replicates, on a finished run's own rows (BCa only where it is stable).
 
 For every model x dataset summary of a run, the histogram statistics' B = 200 replicates (`analysis.lognormal.
 replicates`) are drawn again R times with other seeds, exactly as `summarize` draws them (`resample_counts` over the
@@ -10,7 +10,7 @@ code (`rankscale.bca.bca` with `BIAS_LIMIT`, as metrics.csv and conjecture.csv).
 (model x dataset x statistic):
 
 - the on/off flip rate: the share of redraws whose interval exists where the run's own does not, or not where it
-  does (issue 59: pydoc's ee_lognormal lost its interval in 30% of redraws); and the method flip rate (BCa against
+  does (a review found pydoc's ee_lognormal lost its interval in 30% of redraws); and the method flip rate (BCa against
   its fallback, the jackknife t);
 - for rows whose redraws are all BCa: the ratio of the median `mc_error` (the interval's estimate of its own
   Monte Carlo error) to the truth, the SD over redraws of the larger-moving end as a share of the mean width;
@@ -158,7 +158,7 @@ def report(rows: list[Row], which: str) -> list[str]:
 
 
 def by_statistic(rows: list[Row], which: str, statistic: str) -> str:
-    """One statistic's on/off flip rate per dataset (the issue's example: pydoc's ee_lognormal)."""
+    """One statistic's on/off flip rate per dataset (pydoc's ee_lognormal, the example that prompted it)."""
     parts = []
     for dataset in ("pydoc", "humaneval"):
         got = [measure(getattr(r, which)) for r in rows

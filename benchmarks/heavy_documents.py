@@ -1,5 +1,5 @@
 """Few heavy documents: the cluster-robust t against a studentized bootstrap over documents, on the run's own
-documents (issue 59, "Few heavy documents"; docs/science.md, "Uncertainty").
+documents (docs/science.md, "Uncertainty").
 
 pydoc's 27 documents are worth 6.6 (Kish): one of them holds about a third of the tokens. A model's CE and RBP_1
 are ratios of document sums, and `rankscale.intervals.cr2_t` (CR2 variance, t on Bell and McCaffrey's degrees of
