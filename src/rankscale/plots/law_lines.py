@@ -58,9 +58,7 @@ def draw_law(
     fit = key.select(data.tables["powerlaw_fits"], data.fits_form)
     if fit is not None:
         _draw_fit(ax, data, fit, group, color, reach)
-        if fit.form.exponent is not None:
-            low, high = fit.interval(fit.form.exponent)
-            label += f": $\\alpha$={fit.value(fit.form.exponent):.3f} [{low:.3f}, {high:.3f}]"
+        label += exponent_label(fit)
         label += f", $R^2$={fit.value('r2'):.3f}" if "r2" in fit.form.columns else ""
     ax.plot([], [], marker + "-", color=color, label=label)
     return True
@@ -84,3 +82,13 @@ def _draw_fit(
     refitted = LawRefits.of(group, data.replicates, fit.form, fit.law, data.refits, data.seed)  # seeds too, if any
     low, high = interval(refitted.band(everywhere), data.level)
     ax.fill_between(everywhere.S, low, high, color=color, alpha=0.18, lw=0)
+
+
+def exponent_label(fit: LawFit) -> str:
+    """': alpha=... [low, high]' for a legend, 'no interval' where the law has none (powerlaw_fits.csv's ci_note:
+    some model's statistic biased under resampling), '' for a form without an exponent."""
+    if fit.form.exponent is None:
+        return ""
+    low, high = fit.interval(fit.form.exponent)
+    shown = f"[{low:.3f}, {high:.3f}]" if np.isfinite([low, high]).all() else "(no interval)"
+    return f": $\\alpha$={fit.value(fit.form.exponent):.3f} {shown}"

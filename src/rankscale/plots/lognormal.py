@@ -22,7 +22,7 @@ from rankscale.plots.common import (
     save,
     say_left_out,
 )
-from rankscale.plots.law_lines import draw_law
+from rankscale.plots.law_lines import draw_law, exponent_label
 from rankscale.rankdist import FAMILIES
 from rankscale.tables import LawKey, finals, select
 
@@ -149,10 +149,7 @@ def fig_decomposition(data: FigureData, settings: FigureSettings, png: Path) -> 
         bottom = np.zeros(len(group))
         for c, (name, label) in enumerate(parts):
             fit = LawKey(family, dataset, name).select(fits, data.fits_form)
-            alpha = ""
-            if fit is not None and fit.form.exponent is not None:
-                low, high = fit.interval(fit.form.exponent)
-                alpha = f": $\\alpha$={fit.value(fit.form.exponent):.3f} [{low:.3f}, {high:.3f}]"
+            alpha = exponent_label(fit) if fit is not None else ""
             values = group[name].to_numpy(float)
             ax.bar(positions, values, bottom=bottom, color=cycle_color(c), width=0.7, label=label + alpha)
             low, high = (bottom + group[f"{name}_ci_{end}"].to_numpy(float) for end in ("low", "high"))
