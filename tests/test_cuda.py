@@ -38,7 +38,12 @@ from tests.test_extract import (
     reference,
     scoring,
 )
-from tests.tolerances import assert_ranks_close
+from tests.tolerances import (
+    assert_calibration_close,
+    assert_ranks_close,
+    brute_force_calibration,
+    calibration_tolerance,
+)
 
 REHEARSAL = os.environ.get("RANKSCALE_TEST_CUDA_ON_CPU") == "1"
 DEVICE = "cpu" if REHEARSAL else "cuda"
@@ -229,7 +234,12 @@ def test_fused_kernel_exact_on_constructed_ties_on_the_gpu(columns: int, dtype: 
     zt = logits.gather(1, targets[:, None])
     expected = (logits >= zt).sum(1) if ties == "ge" else (logits > zt).sum(1) + 1
     head = FusedRankHead(weight.to(DEVICE, dtype), None, vocab_size, ties)
-    rank, logprob = head(hidden.to(DEVICE, dtype), targets.to(DEVICE))
-    np.testing.assert_array_equal(rank.cpu().numpy(), expected.numpy())
+    scores = head(hidden.to(DEVICE, dtype), targets.to(DEVICE)).to("cpu")
+    np.testing.assert_array_equal(scores.rank.numpy(), expected.numpy())
     lp = torch.log_softmax(logits, 1).gather(1, targets[:, None])[:, 0]
-    np.testing.assert_allclose(logprob.double().cpu().numpy(), lp.numpy(), rtol=0, atol=1e-3)
+    np.testing.assert_allclose(scores.logprob.double().numpy(), lp.numpy(), rtol=0, atol=1e-3)
+    # exact logits: the calibration fields against the definition (float64 softmax), ties included
+    got = {"mass_above": scores.mass_above.numpy(), "top1_logprob": scores.top1_logprob.numpy(),
+           "entropy": scores.entropy.numpy()}  # fmt: skip
+    assert_calibration_close(got, brute_force_calibration(logits, targets, ties),
+                             calibration_tolerance(logits.float(), targets, paths=1), f"fused on the GPU, {columns}")  # fmt: skip

@@ -29,9 +29,13 @@ from rankscale.sources.packaged import pydoc_documents
 from rankscale.tokens import TokenizedCorpus, load_tokens, save_tokens, tokenize_documents
 from rankscale.windows import Windows, WindowSpec, plan_windows
 from tests.tolerances import (
+    CalibrationTolerance,
     PathTolerance,
+    assert_calibration_close,
     assert_logprobs_close,
     assert_ranks_close,
+    brute_force_calibration,
+    calibration_tolerance,
     extraction_threads,
     head_inputs,
     path_tolerance,
@@ -196,7 +200,7 @@ def reference(
     `output_dtype`: the dtype the head rounds its logits to, if not float32)."""
     columns = vocab if columns is None else columns
     out: dict[str, list[Any]] = {k: [] for k in ("rank", "logprob", "doc", "pos", "target")}
-    tol = []
+    tol, calibration, calibration_tol = [], [], []
     device = next(model.parameters()).device  # the tests of the CUDA path (tests/test_cuda.py) pass a GPU model
     with torch.no_grad(), reference_threads(), head_inputs(model) as hidden:
         for w in range(len(windows)):
@@ -206,6 +210,8 @@ def reference(
             rows, targets = torch.arange(f - 1 - s, e - 1 - s), torch.from_numpy(tokens[f:e])
             tol.append(path_tolerance(logits[rows, :vocab], targets, hidden[-1][0].cpu()[rows],
                                       model.get_output_embeddings(), output_dtype=output_dtype))  # fmt: skip
+            calibration.append(brute_force_calibration(logits[rows, :vocab], targets, ties))
+            calibration_tol.append(calibration_tolerance(logits[rows, :vocab], targets, tol[-1]))
             for p in range(f, e):
                 row = logits[p - 1 - s].numpy().astype(np.float64)
                 t = int(tokens[p])
@@ -219,7 +225,11 @@ def reference(
                 out["doc"].append(d)
                 out["pos"].append(p)
                 out["target"].append(t)
-    return {**{k: np.asarray(v) for k, v in out.items()}, "tol": PathTolerance.concat(tol)}
+    fields = ("mass_above", "top1_logprob", "entropy")
+    return {**{k: np.asarray(v) for k, v in out.items()}, "tol": PathTolerance.concat(tol),
+            "calibration": {f: np.concatenate([c[f] for c in calibration]) for f in fields},
+            "calibration_tol": CalibrationTolerance(*(np.concatenate([getattr(c, f) for c in calibration_tol])
+                                                      for f in fields))}  # fmt: skip
 
 
 def assert_matches_reference(arrays: RankArrays, ref: dict[str, Any]) -> None:
@@ -231,6 +241,9 @@ def assert_matches_reference(arrays: RankArrays, ref: dict[str, Any]) -> None:
     # from u * sqrt(d) * sum|w h| of its own logits; ranks equal but at counted near ties (tests/tolerances.py)
     assert_ranks_close(arrays.rank, ref["rank"], ref["tol"], "extraction vs per-window reference")
     assert_logprobs_close(arrays.logprob, ref["logprob"], ref["tol"], "extraction vs per-window reference")
+    assert arrays.calibration is not None  # extraction always writes the calibration fields
+    assert_calibration_close(arrays.calibration.as_dict(), ref["calibration"], ref["calibration_tol"],
+                             "extraction vs per-window reference")  # fmt: skip
 
 
 def assert_full_coverage(arrays: RankArrays, corpus: TokenizedCorpus) -> None:

@@ -35,7 +35,7 @@ from rankscale.head import (  # noqa: E402
     device_head_chunk,
     resolve_kernel,
 )
-from rankscale.ranking import rank_and_logprob  # noqa: E402
+from rankscale.ranking import TokenScores, rank_and_logprob, score_tokens  # noqa: E402
 from rankscale.tokens import TokenizedCorpus  # noqa: E402
 from rankscale.windows import Windows  # noqa: E402
 from tests.test_extract import (  # noqa: E402, F401  (fixtures: the tiny hub architectures and their corpus)
@@ -47,7 +47,14 @@ from tests.test_extract import (  # noqa: E402, F401  (fixtures: the tiny hub ar
     tokenizer_dir,
     windows,
 )
-from tests.tolerances import assert_logprobs_close, assert_ranks_close, path_tolerance  # noqa: E402
+from tests.tolerances import (  # noqa: E402
+    assert_calibration_close,
+    assert_logprobs_close,
+    assert_ranks_close,
+    brute_force_calibration,
+    calibration_tolerance,
+    path_tolerance,
+)
 
 pytestmark = pytest.mark.skipif(not INTERPRETED, reason="TRITON_INTERPRET was set to something else before import")
 SMALL = Blocks(16, 32, 16)  # several row blocks, column tiles and hidden steps on tiny shapes
@@ -57,6 +64,11 @@ WIDE = Blocks(16, 512, 16)  # few interpreted tiles on the widest heads
 def quarters(shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
     """Values in {-3/4, ..., 3/4}: every dot product of 16 of them is exact in float32 (and bfloat16 holds them)."""
     return torch.randint(-3, 4, shape, generator=gen).float() / 4
+
+
+def _fields(scores: TokenScores) -> dict[str, np.ndarray]:
+    return {"mass_above": scores.mass_above.numpy(), "top1_logprob": scores.top1_logprob.numpy(),
+            "entropy": scores.entropy.numpy()}  # fmt: skip
 
 
 def brute_force(logits: torch.Tensor, targets: torch.Tensor, vocab: int, ties: str) -> torch.Tensor:
@@ -87,10 +99,15 @@ def test_exact_ranks_with_exact_ties_at_every_column_count(
     logits = hidden @ weight.T  # exact: small quarters
     expected = brute_force(logits, targets, vocab, ties)
     fused = FusedRankHead(weight.to(dtype), None, vocab, ties, blocks=blocks, splits=3)
-    rank, logprob = fused(hidden.to(dtype), targets)
-    np.testing.assert_array_equal(rank.numpy(), expected.numpy())
+    scores = fused(hidden.to(dtype), targets)
+    np.testing.assert_array_equal(scores.rank.numpy(), expected.numpy())
     reference = torch.log_softmax(logits[:, :vocab].double(), 1).gather(1, targets[:, None])[:, 0]
-    np.testing.assert_allclose(logprob.double().numpy(), reference.numpy(), rtol=0, atol=1e-4 + 1e-6 * np.log(vocab))
+    atol = 1e-4 + 1e-6 * np.log(vocab)
+    np.testing.assert_allclose(scores.logprob.double().numpy(), reference.numpy(), rtol=0, atol=atol)
+    # exact logits: the calibration fields against the definition, with the twins' exact tie inside the mass
+    brute = brute_force_calibration(logits[:, :vocab], targets, ties)
+    tol = calibration_tolerance(logits[:, :vocab], targets, paths=1)
+    assert_calibration_close(_fields(scores), brute, tol, f"fused vs the definition, {columns} columns")
     assert (expected[:2] > 1).all() or ties == "gt"  # the twins tie: under ge each counts the other
 
 
@@ -111,10 +128,13 @@ def test_random_heads_match_the_chunked_path_within_float32_bounds(dtype: torch.
         logits = head(hidden.float())  # the chunked path's float32 head
     expected_rank, expected_lp = rank_and_logprob(logits, targets, vocab, ties)
     fused = FusedRankHead(head.weight.detach().to(dtype), head.bias, vocab, ties, blocks=SMALL, splits=2)
-    rank, logprob = fused(hidden, targets)
+    scores = fused(hidden, targets)
     tol = path_tolerance(logits.detach()[:, :vocab], targets, hidden.float(), head)
-    assert_ranks_close(rank.numpy(), expected_rank.numpy(), tol, f"fused vs chunked, {dtype}, bias {bias}")
-    assert_logprobs_close(logprob.numpy(), expected_lp.numpy(), tol, f"fused vs chunked, {dtype}, bias {bias}")
+    assert_ranks_close(scores.rank.numpy(), expected_rank.numpy(), tol, f"fused vs chunked, {dtype}, bias {bias}")
+    assert_logprobs_close(scores.logprob.numpy(), expected_lp.numpy(), tol, f"fused vs chunked, {dtype}, bias {bias}")
+    chunked = score_tokens(logits.detach(), targets, vocab, ties)
+    assert_calibration_close(_fields(scores), _fields(chunked), calibration_tolerance(logits.detach()[:, :vocab], targets, tol),
+                             f"fused vs chunked, {dtype}, bias {bias}")  # fmt: skip
 
 
 @pytest.mark.parametrize("splits", [1, 2, 5, 64])
@@ -122,10 +142,11 @@ def test_column_splits_combine_to_the_same_result(splits: int) -> None:
     gen = torch.Generator().manual_seed(3)
     weight, hidden = quarters((1000, 16), gen), quarters((20, 16), gen)
     targets = torch.randint(0, 990, (20,), generator=gen)
-    rank, logprob = FusedRankHead(weight, None, 990, "ge", blocks=SMALL, splits=splits)(hidden, targets)
-    np.testing.assert_array_equal(rank.numpy(), brute_force(hidden @ weight.T, targets, 990, "ge").numpy())
-    whole = FusedRankHead(weight, None, 990, "ge", blocks=SMALL, splits=1)(hidden, targets)[1]
-    np.testing.assert_allclose(logprob.numpy(), whole.numpy(), rtol=0, atol=2e-6)
+    split = FusedRankHead(weight, None, 990, "ge", blocks=SMALL, splits=splits)(hidden, targets)
+    np.testing.assert_array_equal(split.rank.numpy(), brute_force(hidden @ weight.T, targets, 990, "ge").numpy())
+    whole = FusedRankHead(weight, None, 990, "ge", blocks=SMALL, splits=1)(hidden, targets)
+    for a, b in zip(split.fields()[1:], whole.fields()[1:], strict=True):  # log-prob and the calibration fields
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=0, atol=2e-6)
 
 
 def test_logits_rounded_to_the_model_dtype_tie_as_a_bfloat16_head_does() -> None:
@@ -136,7 +157,7 @@ def test_logits_rounded_to_the_model_dtype_tie_as_a_bfloat16_head_does() -> None
     targets = torch.randint(0, 300, (25,), generator=gen)
     rounded = (hidden.float() @ weight.float().T).to(torch.bfloat16).float()
     for ties in ("ge", "gt"):
-        rank, _ = FusedRankHead(weight, None, 300, ties, round_to=torch.bfloat16, blocks=SMALL)(hidden, targets)
+        rank = FusedRankHead(weight, None, 300, ties, round_to=torch.bfloat16, blocks=SMALL)(hidden, targets).rank
         exact_f32 = (hidden.float() @ weight.float().T).double()
         far = _no_float32_near_ties(exact_f32, targets)  # rows whose float32 logits are not within rounding
         expected = brute_force(rounded, targets, 300, ties)
@@ -190,6 +211,9 @@ def test_extraction_with_the_fused_kernel_matches_the_chunked_one(
     tol = path_tolerance(logits, targets, hidden, head)
     assert_ranks_close(fused.rank, chunked.rank, tol, f"{arch}: fused vs chunked")
     assert_logprobs_close(fused.logprob, chunked.logprob, tol, f"{arch}: fused vs chunked")
+    assert fused.calibration is not None and chunked.calibration is not None
+    assert_calibration_close(fused.calibration.as_dict(), chunked.calibration.as_dict(),
+                             calibration_tolerance(logits, targets, tol), f"{arch}: fused vs chunked")  # fmt: skip
 
 
 def _head_inputs(model: Any, tokens_of: TokenizedCorpus, cut: Windows) -> tuple[torch.Tensor, torch.Tensor]:
@@ -229,8 +253,10 @@ def test_smollm2_through_the_fused_kernel_equals_a_plain_forward_pass() -> None:
     chosen = logits.gather(1, targets[:, None])
     expected_rank = (logits[:, :vocab] >= chosen).sum(1)
     expected_lp = torch.log_softmax(logits[:, :vocab], dim=-1).gather(1, targets[:, None])[:, 0]
-    rank, logprob = FusedRankHead(head.weight, head.bias, vocab, "ge", blocks=Blocks(32, 1024, 32))(hidden, targets)
+    scores = FusedRankHead(head.weight, head.bias, vocab, "ge", blocks=Blocks(32, 1024, 32))(hidden, targets)
     tol = path_tolerance(logits[:, :vocab], targets, hidden, head)
-    assert_ranks_close(rank.numpy(), expected_rank.numpy(), tol, "smollm2: fused vs full logits")
-    assert_logprobs_close(logprob.numpy(), expected_lp.numpy(), tol, "smollm2: fused vs full logits")
-    assert (rank == 1).float().mean() > 0.2  # a real model on real text: many tokens ranked first
+    assert_ranks_close(scores.rank.numpy(), expected_rank.numpy(), tol, "smollm2: fused vs full logits")
+    assert_logprobs_close(scores.logprob.numpy(), expected_lp.numpy(), tol, "smollm2: fused vs full logits")
+    assert_calibration_close(_fields(scores), brute_force_calibration(logits[:, :vocab], targets, "ge"),
+                             calibration_tolerance(logits[:, :vocab], targets, tol), "smollm2: fused vs full logits")  # fmt: skip
+    assert (scores.rank == 1).float().mean() > 0.2  # a real model on real text: many tokens ranked first

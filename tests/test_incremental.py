@@ -202,3 +202,29 @@ def test_the_interval_level_reruns_tables_and_figures_only(local):
     jobs = planned_jobs(local.workdir, *write_config(local.workdir, "replicates", config, run="local"))
     assert jobs[job_key("summarize", model="smoke-a", dataset="humaneval")] == 1
     assert not any(key.startswith("extract") for key in jobs)
+
+
+def test_refresh_calibration_reextracts_exactly_the_arrays_made_before_the_fields(local, tmp_path: Path):
+    """Arrays made before the calibration fields stay up to date; `extraction.refresh_calibration` (or a model's
+    own) re-extracts those and only those; an array that has the fields never reruns for it."""
+    import json
+    from dataclasses import replace
+
+    from rankscale.rankfile import load_rank_arrays, save_rank_arrays
+
+    work = copy_run(local.workdir, tmp_path / "run")
+    for npz in sorted((work / "results/ranks" / LOCAL["name"]).glob("*.npz")):  # local-b's, as an older rankscale left them
+        sidecar = npz.with_suffix(".json")
+        arrays, meta = load_rank_arrays(npz, sidecar)
+        save_rank_arrays(replace(arrays, calibration=None), npz, sidecar, meta)
+        older = json.loads(sidecar.read_text())
+        del older["fields"]
+        sidecar.write_text(json.dumps(older))
+    touched = snakemake(work, "--touch", "--forceall", "--cores", "1", *local.args)  # their record, as it was made
+    assert touched.returncode == 0, touched.stdout[-3000:] + touched.stderr[-3000:]
+    assert planned_jobs(work, *local.args) == Counter()  # older arrays stay up to date
+    everywhere, own = with_local_model(), with_local_model()
+    everywhere["extraction"]["refresh_calibration"] = True
+    own["models"][0]["refresh_calibration"] = True
+    for config in (everywhere, own):  # the ladder's arrays have the fields: only local-b's rerun
+        assert planned_jobs(work, *write_config(work, "refresh", config, run="local")) == downstream_of([LOCAL["name"]])

@@ -38,6 +38,13 @@ measured 13 of 3,048 (0.43%) on random token ids; a random 16-wide model over 49
 (tests/test_pretrained.py's tiny-bos) 4 of 773 (0.52%) with the reference on other CPU kernels; 2%
 leaves four times that. Exact ties (twin head rows) count as near ties.
 
+Calibration fields (rankscale.ranking.TokenScores), from the same e_z, near ties and e_lp:
+    top-1 log-prob:  logprob_tol                          (a log-softmax, of the largest logit: |lp| no larger)
+    entropy:         logprob_tol + logit_tol * (z_max - z_min)   dH/dz_v = -p_v (z_v - sum p z): at most the spread
+    mass above:      logit_tol * 2 + near * p_t * exp(2 logit_tol) + SIGMAS * paths * u * (sqrt(V) + 2)
+                     (each probability moves by at most 2 logit_tol relatively, and M <= 1; a near tie can
+                     change sides, carrying about the target's own probability; the V-term sum's rounding)
+
 Knobs that make the paths differ on purpose (tests read them; unset, nothing changes):
   RANKSCALE_TEST_EXTRACTION_THREADS  torch threads of the extraction (workflow jobs and in-process calls)
   RANKSCALE_TEST_REFERENCE_THREADS   torch threads of the tests' reference forward passes
@@ -209,6 +216,62 @@ def assert_ranks_close(actual: np.ndarray, expected: np.ndarray, tol: PathTolera
     )
     assert moved.size <= allowed, f"{what}: {moved.size} of {diff.size} ranks differ (near ties), more than {allowed}"
     return int(moved.size)
+
+
+@dataclass(frozen=True)
+class CalibrationTolerance:
+    """Per scored token: how far another path's calibration fields may be (the module docstring)."""
+
+    mass_above: np.ndarray
+    top1_logprob: np.ndarray
+    entropy: np.ndarray
+
+
+def calibration_tolerance(logits: torch.Tensor, targets: torch.Tensor, tol: PathTolerance | None = None,
+                          paths: int = 2) -> CalibrationTolerance:  # fmt: skip
+    """Bounds for the calibration fields of rows of reference `logits` [N, V] (real vocabulary only); `tol`
+    from `path_tolerance` when the logits themselves differ between the paths, None when they do not."""
+    z = logits.detach().double()
+    vocab = z.shape[1]
+    logprob_tol = tol.logprob if tol is not None else logprob_tolerance(logits, targets, paths)
+    logit_tol = tol.logit if tol is not None else np.zeros(z.shape[0])
+    near = tol.near if tol is not None else np.zeros(z.shape[0])
+    spread = (z.max(dim=1).values - z.min(dim=1).values).numpy()
+    p_t = torch.softmax(z, dim=1).gather(1, targets.long()[:, None])[:, 0].numpy()
+    rounding = SIGMAS * paths * unit_roundoff(torch.float32) * (math.sqrt(vocab) + 2)
+    mass = 2 * logit_tol + near * p_t * np.exp(2 * logit_tol) + rounding
+    return CalibrationTolerance(mass, logprob_tol, logprob_tol + logit_tol * spread)
+
+
+def brute_force_calibration(logits: torch.Tensor, targets: torch.Tensor, ties: str) -> dict[str, np.ndarray]:
+    """The calibration fields from a float64 softmax of every row (real vocabulary only), by definition."""
+    z = logits.detach().double()
+    logp = torch.log_softmax(z, dim=1)
+    p = logp.exp()
+    zt = z.gather(1, targets.long()[:, None])
+    competitor = torch.ones_like(z, dtype=torch.bool).scatter_(1, targets.long()[:, None], False)
+    above = competitor & ((z >= zt) if ties == "ge" else (z > zt))
+    return {
+        "mass_above": (p * above).sum(dim=1).numpy(),
+        "top1_logprob": logp.max(dim=1).values.numpy(),
+        "entropy": -(p * logp).sum(dim=1).numpy(),
+    }
+
+
+def assert_calibration_close(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
+                             tol: CalibrationTolerance, what: str = "") -> None:  # fmt: skip
+    """Every field of every token within its bound."""
+    for field in ("mass_above", "top1_logprob", "entropy"):
+        a, e = np.asarray(actual[field], dtype=np.float64), np.asarray(expected[field], dtype=np.float64)
+        bound = getattr(tol, field)
+        dev = np.abs(a - e)
+        worst = int(np.argmax(dev / bound)) if dev.size else 0
+        _log(field, what, {"n": int(dev.size), "max_dev": float(dev.max(initial=0)),
+                           "max_dev_over_bound": float((dev / bound).max(initial=0))})  # fmt: skip
+        assert a.shape == e.shape and np.isfinite(a).all() and (dev <= bound).all(), (
+            f"{what}: {(dev > bound).sum()} of {dev.size} {field} values outside their float32 bound; worst "
+            f"[{worst}]: {a[worst]!r} vs {e[worst]!r}, |diff| {dev[worst]:.3g} > bound {bound[worst]:.3g}"
+        )
 
 
 def _threads(name: str) -> int | None:

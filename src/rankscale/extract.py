@@ -1,4 +1,4 @@
-"""Rank extraction: every scored token's rank among the real vocabulary and its log-prob.
+"""Rank extraction: every scored token's rank among the real vocabulary, its log-prob and calibration fields.
 
 The backbone runs once per batch of windows (sorted by length, so little padding); hidden
 states of scored positions go through the output head's reduction (rankscale.head: chunks of
@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from rankscale.head import HeadReduction, Kernel, head_reduction
-from rankscale.rankfile import RankArrays
-from rankscale.ranking import TieRule
+from rankscale.rankfile import Calibration, RankArrays
+from rankscale.ranking import TieRule, TokenScores
 from rankscale.tokens import TokenizedCorpus
 from rankscale.windows import Windows
 
@@ -90,17 +90,17 @@ class _Pending:
     """A launched batch: its windows and its results on their way to the host (`ready` once copied)."""
 
     batch: np.ndarray
-    rank: torch.Tensor
-    logprob: torch.Tensor
+    scores: TokenScores  # on the host (pinned memory on a GPU)
     ready: torch.cuda.Event | None
 
-    def wait(self) -> tuple[np.ndarray, np.ndarray]:
+    def wait(self) -> tuple[np.ndarray, ...]:
+        """The batch's fields as numpy arrays, in `TokenScores.fields` order."""
         if self.ready is not None:
             self.ready.synchronize()
-        rank, logprob = self.rank.numpy(), self.logprob.numpy()
-        if not np.isfinite(logprob).all():
+        fields = tuple(f.numpy() for f in self.scores.fields())
+        if not all(np.isfinite(f).all() for f in fields[1:]):
             raise FloatingPointError("non-finite logit for a target token (or a log-softmax that is not finite)")
-        return rank, logprob
+        return fields
 
 
 @dataclass(frozen=True)
@@ -141,16 +141,15 @@ class _Scorer:
         ).last_hidden_state
         hidden = hidden.reshape(-1, hidden.shape[-1])  # on the last layer's device under device_map
         rows = hidden[row_index.to(hidden.device, non_blocking=cuda)]
-        rank, logprob = self.reduce(rows, target.to(hidden.device, non_blocking=cuda))
-        if rank.device.type != "cuda":
-            return _Pending(batch, rank.cpu(), logprob.cpu(), None)
-        host_rank = torch.empty(rank.shape, dtype=rank.dtype, pin_memory=True)
-        host_logprob = torch.empty(logprob.shape, dtype=logprob.dtype, pin_memory=True)
-        host_rank.copy_(rank, non_blocking=True)
-        host_logprob.copy_(logprob, non_blocking=True)
+        scores = self.reduce(rows, target.to(hidden.device, non_blocking=cuda))
+        if scores.rank.device.type != "cuda":
+            return _Pending(batch, scores.to("cpu"), None)
+        host = TokenScores(*(torch.empty(f.shape, dtype=f.dtype, pin_memory=True) for f in scores.fields()))
+        for mine, theirs in zip(host.fields(), scores.fields(), strict=True):
+            mine.copy_(theirs, non_blocking=True)
         ready = torch.cuda.Event()
-        ready.record(torch.cuda.current_stream(rank.device))
-        return _Pending(batch, host_rank, host_logprob, ready)
+        ready.record(torch.cuda.current_stream(scores.rank.device))
+        return _Pending(batch, host, ready)
 
 
 def extract_ranks(
@@ -175,8 +174,8 @@ def extract_ranks(
     out_offset = np.concatenate([[0], np.cumsum(windows.n_scored)])
     total = int(out_offset[-1])
     doc, pos, target = _targets(corpus, windows, out_offset)
-    rank = np.zeros(total, dtype=np.uint32)
-    logprob = np.zeros(total, dtype=np.float32)
+    # in TokenScores.fields order: rank, logprob, mass_above, top1_logprob, entropy
+    out = [np.zeros(total, dtype=np.uint32)] + [np.zeros(total, dtype=np.float32) for _ in range(4)]
     order = np.argsort(-(windows.end - windows.start), kind="stable")
     started = last = time.perf_counter()
     done = next_window = 0
@@ -184,12 +183,12 @@ def extract_ranks(
 
     def keep(finished: _Pending) -> int:
         """Copy a finished batch's results into place; the number of tokens it scored."""
-        r, lp = finished.wait()
+        fields = finished.wait()
         k = 0
         for w in finished.batch.tolist():
             o, n = int(out_offset[w]), int(windows.n_scored[w])
-            rank[o : o + n] = r[k : k + n]
-            logprob[o : o + n] = lp[k : k + n]
+            for whole, part in zip(out, fields, strict=True):
+                whole[o : o + n] = part[k : k + n]
             k += n
         return k
 
@@ -227,4 +226,5 @@ def extract_ranks(
     log.info("scored %d tokens in %.1f s (%.0f tokens/s)", total, elapsed, total / max(elapsed, 1e-9))
     if stats is not None:
         stats.update(batch_size=batch_size, head_chunk=head_chunk, kernel=kernel)
-    return RankArrays(rank=rank, logprob=logprob, doc=doc, pos=pos, target=target)
+    rank, logprob, mass_above, top1_logprob, entropy = out
+    return RankArrays(rank, logprob, doc, pos, target, Calibration(mass_above, top1_logprob, entropy))

@@ -24,7 +24,9 @@ CORPUS_FORMAT = FormatVersion(version=1, code="08dbcb9403eb5bee", scripts=("corp
 # (the fused rank kernel: the float32 head up to its sums' order, at near ties only: same version)
 # (the token file's and rank array's sidecars record a hub tokenizer's commit, and extraction checks it: same version)
 # (the layout spells a run directory's files once, RunFiles: no rank array changes, same version)
-RANK_FORMAT = FormatVersion(version=2, code="dcdbc0277eec72e6", scripts=("tokenize", "extract"))
+# (the calibration fields mass_above, top1_logprob and entropy join the arrays; rank and log-prob keep their bits,
+#  and an array without the fields keeps serving: same version; `extraction.refresh_calibration` adds them)
+RANK_FORMAT = FormatVersion(version=2, code="cbcb070e195edf36", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
     version=1, code="dc6812f185784b5a", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train")
 )

@@ -3,8 +3,9 @@
 The chunked path (rankscale.extract) materialises a chunk of logits, then reduces it. Here one kernel
 streams over tiles of the head's columns instead, as cut-cross-entropy (Wijmans et al. 2025) and Liger's
 fused linear cross-entropy do for the loss, and keeps per row only what the rank and the log-prob need:
-the count of columns at or above the target's logit and an online logsumexp. Logits exist one tile at a
-time, in registers.
+the count of columns at or above the target's logit and an online logsumexp, with two more online sums
+for the calibration fields (rankscale.ranking.TokenScores): the exponentials of the competitors at or above
+the target, and sum e^(z - max) (z - max) for the entropy. Logits exist one tile at a time, in registers.
 
 Two kernels share one tile product (`_tile_logits`), so a logit is computed the same way wherever it is:
 1. `_target_logits`: each row's target logit, from a tile whose columns are the block's target rows of the
@@ -12,7 +13,8 @@ Two kernels share one tile product (`_tile_logits`), so a logit is computed the 
    whose weights equal the target's (an exact tie) gets the identical float32 value.
 2. `_rank_partials`: a (row block, column split) program streams its columns, counting the columns
    v != t with z_v >= z_t (ties "ge") or z_v > z_t ("gt") among the real vocabulary (padded columns never
-   count) and accumulating max and sum-exp; splits are combined in torch. rank = count + 1: the target
+   count) and accumulating max, sum-exp, the competitors' sum-exp and the entropy's sum; splits are combined
+   in torch (`_combine`). rank = count + 1: the target
    itself is counted once, by definition, not by a comparison of a logit with itself.
 
 Products: bfloat16/float16 operands into float32 accumulators on the tensor cores (a product of two
@@ -35,7 +37,7 @@ import torch
 import triton
 import triton.language as tl
 
-from rankscale.ranking import TIE_RULES, TieRule
+from rankscale.ranking import TIE_RULES, TieRule, TokenScores
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
@@ -89,7 +91,7 @@ def _target_logits(h_ptr, w_ptr, bias_ptr, tgt_ptr, out_ptr, n, d, stride_h, str
 
 
 @triton.jit
-def _rank_partials(h_ptr, w_ptr, bias_ptr, tgt_ptr, zt_ptr, max_ptr, sum_ptr, count_ptr,
+def _rank_partials(h_ptr, w_ptr, bias_ptr, tgt_ptr, zt_ptr, max_ptr, sum_ptr, count_ptr, above_ptr, shift_ptr,
                    n, d, vocab, tiles_per_split, stride_h, stride_w,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, IEEE: tl.constexpr,
                    HAS_BIAS: tl.constexpr, ROUND: tl.constexpr, GREATER: tl.constexpr):  # fmt: skip
@@ -100,6 +102,8 @@ def _rank_partials(h_ptr, w_ptr, bias_ptr, tgt_ptr, zt_ptr, max_ptr, sum_ptr, co
     zt = tl.load(zt_ptr + rows, mask=row_ok, other=0.0)
     run_max = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
     run_sum = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    run_above = tl.zeros((BLOCK_M,), dtype=tl.float32)  # sum of e^(z - run_max) over the competitors above
+    run_shift = tl.zeros((BLOCK_M,), dtype=tl.float32)  # sum of e^(z - run_max) (z - run_max)
     count = tl.zeros((BLOCK_M,), dtype=tl.int32)
     for tile in range(split * tiles_per_split, (split + 1) * tiles_per_split):
         cols = tile * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -112,16 +116,26 @@ def _rank_partials(h_ptr, w_ptr, bias_ptr, tgt_ptr, zt_ptr, max_ptr, sum_ptr, co
             above = z > zt[:, None]
         else:
             above = z >= zt[:, None]
-        count += tl.sum((competitor & above).to(tl.int32), axis=1)
+        counted = competitor & above
+        count += tl.sum(counted.to(tl.int32), axis=1)
         z = tl.where(col_ok[None, :], z, float("-inf"))
         new_max = tl.maximum(run_max, tl.max(z, axis=1))
         safe = tl.where(new_max == float("-inf"), 0.0, new_max)  # a tile of padding only: nothing to add yet
-        run_sum = run_sum * tl.exp(run_max - safe) + tl.sum(tl.exp(z - safe[:, None]), axis=1)
+        scale = tl.exp(run_max - safe)
+        # the reference moves from run_max to safe: e^(z-safe)(z-safe) = scale e^(z-run_max)((z-run_max) + run_max-safe)
+        moved = tl.where(run_max == float("-inf"), 0.0, run_max - safe) * run_sum  # nothing summed yet: 0
+        e = tl.exp(z - safe[:, None])
+        shifted = tl.where(col_ok[None, :], z - safe[:, None], 0.0)  # padding: e is 0, and 0 * -inf would be NaN
+        run_shift = scale * (run_shift + moved) + tl.sum(e * shifted, axis=1)
+        run_above = run_above * scale + tl.sum(tl.where(counted, e, 0.0), axis=1)
+        run_sum = run_sum * scale + tl.sum(e, axis=1)
         run_max = new_max
     out = split * n + rows
     tl.store(max_ptr + out, run_max, mask=row_ok)
     tl.store(sum_ptr + out, run_sum, mask=row_ok)
     tl.store(count_ptr + out, count, mask=row_ok)
+    tl.store(above_ptr + out, run_above, mask=row_ok)
+    tl.store(shift_ptr + out, run_shift, mask=row_ok)
 
 
 @dataclass(frozen=True)
@@ -181,8 +195,8 @@ class FusedRankHead:
         self.blocks = blocks or default_blocks(self.weight.dtype)
         self.splits = splits
 
-    def __call__(self, hidden: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """rank (int64 >= 1) and target log-prob (float32) per row; the target's logit must be finite."""
+    def __call__(self, hidden: torch.Tensor, targets: torch.Tensor) -> TokenScores:
+        """Every per-token field (rank int64 >= 1, the rest float32) per row; the target's logit must be finite."""
         w = self.weight
         h = hidden.to(w.device)
         if h.dtype != w.dtype:  # mixed operands: both in float32 (as the chunked path's float32 copy)
@@ -207,11 +221,24 @@ class FusedRankHead:
         run_max = torch.empty((splits, n), dtype=torch.float32, device=w.device)
         run_sum = torch.empty_like(run_max)
         count = torch.empty((splits, n), dtype=torch.int32, device=w.device)
+        run_above, run_shift = torch.empty_like(run_max), torch.empty_like(run_max)
         _rank_partials[(row_blocks, splits)](
-            h, w, bias, targets, zt, run_max, run_sum, count, n, d, self.vocab_size, per_split,
+            h, w, bias, targets, zt, run_max, run_sum, count, run_above, run_shift, n, d, self.vocab_size, per_split,
             h.stride(0), w.stride(0), GREATER=self.ties == "gt", **flags,
         )  # fmt: skip
-        top = run_max.max(dim=0).values
-        lse = top + torch.log((run_sum * torch.exp(run_max - top)).sum(dim=0))
-        rank = count.sum(dim=0, dtype=torch.int64) + 1
-        return rank, zt - lse
+        return _combine(zt, run_max, run_sum, count, run_above, run_shift)
+
+
+def _combine(zt: torch.Tensor, run_max: torch.Tensor, run_sum: torch.Tensor, count: torch.Tensor,
+             run_above: torch.Tensor, run_shift: torch.Tensor) -> TokenScores:  # fmt: skip
+    """The column splits' partial sums [splits, N], each relative to its own max, as one row's fields."""
+    top = run_max.max(dim=0).values
+    scale = torch.exp(run_max - top)  # a split of padding only (max -inf) weighs 0
+    total = (run_sum * scale).sum(dim=0)
+    lse = top + torch.log(total)
+    moved = torch.where(run_max == float("-inf"), 0.0, run_max - top) * run_sum
+    shift = (scale * (run_shift + moved)).sum(dim=0)
+    rank = count.sum(dim=0, dtype=torch.int64) + 1
+    mass_above = ((run_above * scale).sum(dim=0) / total).clamp(0.0, 1.0)
+    entropy = (torch.log(total) - shift / total).clamp_min(0.0)
+    return TokenScores(rank, zt - lse, mass_above, top - lse, entropy)

@@ -1,8 +1,10 @@
-"""The output head as a reduction: hidden states of scored positions in, (rank, log-prob) out.
+"""The output head as a reduction: hidden states of scored positions in, each token's scores out.
+
+The scores are rankscale.ranking.TokenScores: rank and log-prob, and the calibration fields.
 
 Two kernels (`extraction.kernel`), the same numbers up to the order of float32 sums:
 - `chunked`: logits of a chunk of rows through the model's head (or its float32 copy), reduced at once by
-  `rankscale.ranking.rank_and_logprob`. The only path on a CPU, where its bit-identity guarantees hold
+  `rankscale.ranking.score_tokens`. The only path on a CPU, where its bit-identity guarantees hold
   (docs/paper.md, "Exactness of ranks"). On CUDA its chunks are sized from the free device memory.
 - `fused`: the Triton kernel of rankscale.fused_rank, which never writes a logit (CUDA; on a CPU only
   under Triton's interpreter).
@@ -18,12 +20,12 @@ from typing import Any, Literal
 
 import torch
 
-from rankscale.ranking import TieRule, rank_and_logprob
+from rankscale.ranking import TieRule, TokenScores, score_tokens
 
 Kernel = Literal["auto", "fused", "chunked"]
 KERNELS: tuple[str, ...] = ("auto", "fused", "chunked")
-# One head reduction: hidden rows [N, d] and their targets [N] -> (rank int64, log-prob float32), on the head's device
-HeadReduction = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+# One head reduction: hidden rows [N, d] and their targets [N] -> their scores, on the head's device
+HeadReduction = Callable[[torch.Tensor, torch.Tensor], TokenScores]
 
 HEAD_CHUNK_BYTES = 64 * 2**20  # float32 logits of one head chunk on a CPU (a few such buffers live at once)
 DEVICE_HEAD_FRACTION = 0.25  # of the free device memory, for one chunk's logits and the reduction's temporaries
@@ -99,8 +101,8 @@ class ChunkedHead:
     def __init__(self, head: Callable[[torch.Tensor], torch.Tensor], vocab_size: int, ties: TieRule, chunk: int):
         self.head, self.vocab_size, self.ties, self.chunk = head, vocab_size, ties, chunk
 
-    def __call__(self, hidden: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        ranks, logprobs = [], []
+    def __call__(self, hidden: torch.Tensor, targets: torch.Tensor) -> TokenScores:
+        parts = []
         for c in range(0, hidden.shape[0], self.chunk):
             rows = hidden[c : c + self.chunk]
             n = rows.shape[0]
@@ -108,10 +110,8 @@ class ChunkedHead:
                 rows = torch.cat([rows, rows[-1:].expand(MIN_HEAD_ROWS - n, -1)])
             logits = self.head(rows)[:n]  # with device_map the head may sit on another device
             tgt = targets[c : c + self.chunk].to(logits.device)
-            r, lp = rank_and_logprob(logits, tgt, self.vocab_size, self.ties, check_values=False)  # checked by the caller
-            ranks.append(r)
-            logprobs.append(lp)
-        return torch.cat(ranks), torch.cat(logprobs)
+            parts.append(score_tokens(logits, tgt, self.vocab_size, self.ties, check_values=False))  # checked by the caller
+        return TokenScores.cat(parts)
 
 
 def check_on_device(head: Any) -> None:

@@ -26,7 +26,7 @@ from rankscale.tokenizer_pin import pin_record  # noqa: E402
 from rankscale.fingerprint import code_digest  # noqa: E402
 from rankscale.registry import implementations  # noqa: E402
 from rankscale import manifest as manifest_module  # noqa: E402
-from rankscale.layout import Layout  # noqa: E402
+from rankscale.layout import Layout, fill  # noqa: E402
 from rankscale.plan import (  # noqa: E402
     corpus_params,
     corpus_spec,

@@ -13,7 +13,7 @@ rule extract:
         ranks=f"{Layout.RANKS}.npz",
         meta=f"{Layout.RANKS}.json",
     params:
-        identity=lambda wc: PLAN[wc.model].identity(dataset(wc)).params(),
+        identity=lambda wc: PLAN[wc.model].extract_params(dataset(wc), fill(Layout.RANKS, **wc) + ".json"),
         dataset=lambda wc, output: dataset(wc),
         job=lambda wc, output: PLAN[wc.model].job(),
     threads: lambda wc: runtime_setting(wc.model, "threads")

@@ -191,6 +191,7 @@ def build_plan(config: Mapping[str, Any], check_paths: bool = True, validated: b
             gguf=gguf,
             tokenizer_digest=tok_digest,
             by_content=by_content,
+            refresh_calibration=_merged(defaults, entry, ("refresh_calibration",))["refresh_calibration"],
         )
     if not plans:
         raise ConfigError("models: the configuration lists no models (ladder.sizes and models are both empty); add one")

@@ -4,11 +4,13 @@ importing none of them)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from rankscale.gguf import GgufSource
 from rankscale.identity import RankIdentity
 from rankscale.models import ModelSource
+from rankscale.rankfile import calibration_planned
 from rankscale.windows import WINDOW_KEYS
 
 
@@ -53,6 +55,7 @@ class ModelPlan:
     seed: int | None  # the training seed, where known
     replica_of: str  # the size it is one training run of (several seeds of one size share it)
     gguf: GgufSource | None  # the GGUF file a `gguf:` entry converts into `source.location`
+    refresh_calibration: bool  # re-extract its arrays made before the calibration fields (rankfile.calibration_planned)
     final: bool = True  # the last checkpoint of its run: size laws use these only (mark_checkpoints sets it)
     # content digests a `path:` model is identified by wherever its files live (None: identified by location)
     tokenizer_digest: str | None = None  # its local tokenizer's files (rankscale.fingerprint.tokenizer_digest)
@@ -70,6 +73,13 @@ class ModelPlan:
         location = f"sha256:{self.weights}" if self.by_content and self.weights else self.source.location
         tokenizer = f"sha256:{self.tokenizer_digest}" if self.tokenizer_digest else self.source.tokenizer_location
         return RankIdentity.from_settings(location, self.source.revision, tokenizer, settings, self.weights)
+
+    def extract_params(self, dataset: str, sidecar: str | Path) -> dict[str, Any]:
+        """The extract rule's params (its rerun trigger): the identity, and `calibration` where the array is to
+        hold the calibration fields. An existing array without them stays up to date until `refresh_calibration`
+        asks for them; one extracted since records them, and stays up to date whatever the setting."""
+        params = self.identity(dataset).params()
+        return params | ({"calibration": True} if calibration_planned(sidecar, self.refresh_calibration) else {})
 
     def windows_for(self, dataset: str) -> dict[str, Any]:
         identity = self.identity(dataset)
