@@ -85,7 +85,7 @@ def test_the_figure_and_table_digests_cover_the_code_their_jobs_resolve() -> Non
 
     plots = implementations(f.plot for f in FIGURES.values())
     tables = implementations(t.build for t in TABLES.values())
-    topics = ("emergence", "extrapolation", "laws", "lognormal", "seeds", "strata", "tokens", "training")
+    topics = ("calibration", "emergence", "extrapolation", "laws", "lognormal", "seeds", "strata", "tokens", "training")
     assert plots == sorted(SRC / "rankscale/plots" / f"{topic}.py" for topic in topics)
     assert SRC / "rankscale/tables/laws.py" in tables and SRC / "rankscale/tables/tokens.py" in tables
     script = REPO / "workflow/scripts/figure.py"

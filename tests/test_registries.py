@@ -226,7 +226,10 @@ def test_a_new_fit_form_is_compared_by_the_real_rule(extended):
         values = metrics[(metrics["dataset"] == row.dataset) & (metrics["metric"] == name) & same_k]["value"]
         positive = bool((METRICS[name].to_law(values.to_numpy(dtype=np.float64)) > 0).all())
         assert (str(row.note) in ("", "nan")) == positive, row
-        assert np.isfinite([row.a, row.b, row.loo_rmse]).all() == positive, row
+        assert np.isfinite([row.a, row.b]).all() == positive, row
+        # a left-out fit of a line in log S may predict a tiny positive quantity at or below 0 (-log C(0.9) near 0):
+        # its log error is unbounded, inf, never a crash
+        assert not positive or row.loo_rmse > 0, row
     assert set(forms.loc[forms["preferred"], "form"]) <= {"power_law", "log_linear"}
     ce = toy[(toy["metric"] == "ce") & (toy["dataset"] == "humaneval")].iloc[0]
     points = metrics[(metrics["metric"] == "ce") & (metrics["dataset"] == "humaneval")].sort_values("S")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rankscale import calibration as cal
 from rankscale.registry import Registry
 from rankscale.statistics import (
     BYTES,
@@ -101,6 +102,62 @@ def histogram_metric(name: str, label: str) -> Metric:
                   label, label)  # fmt: skip
 
 
+def nucleus_metric(p: float) -> Metric:
+    """C(p), the share of tokens whose truth lies inside the top-p nucleus; its law in S is -log C(p), the
+    relative law of the samplers that cut by probability mass (docs/science.md)."""
+    return Metric(
+        name=f"nucleus_{round(100 * p)}",
+        law=f"neg_log_nucleus_{round(100 * p)}",
+        per_k=False,
+        compute=lambda totals: cal.coverage(totals, TOKENS, p),
+        to_law=neg_log,
+        from_law=exp_neg,
+        law_label=f"$-\\log C({p})$",
+        label=f"nucleus coverage $C({p})$",
+        statistics=(TOKENS, cal.NUCLEUS_HITS),
+        weight=TOKENS,
+        bounds=(0.0, 1.0),
+    )
+
+
+def magnitude(y: np.ndarray) -> np.ndarray:
+    """|y|: a signed miscalibration's size, what a law in S can fit."""
+    return np.abs(np.asarray(y, dtype=np.float64))
+
+
+def calibration_metric(name: str, compute: Callable[[Totals], np.ndarray], label: str,
+                       statistics: tuple[DocumentStatistic, ...], ratio: bool,
+                       bounds: tuple[float, float] = (-math.inf, math.inf), signed: bool = False) -> Metric:  # fmt: skip
+    """A calibration metric fitted as is, or (`signed`) by its size as `abs_<name>`; `ratio`: a ratio of document
+    sums (the cluster-robust t interval), else a debiased square's root or an interpolated quantile (the
+    bootstrap's interval)."""
+    law, to_law = (f"abs_{name}", magnitude) if signed else (name, identity)
+    law_label = f"|{label}|" if signed else label
+    return Metric(name, law, False, compute, to_law, identity, law_label, label, (TOKENS, *statistics),
+                  TOKENS if ratio else None, bounds)  # fmt: skip
+
+
+CALIBRATION_METRICS = (
+    *(nucleus_metric(p) for p in cal.NUCLEUS_P),
+    calibration_metric("calibration_error", lambda t: cal.calibration_error(t, TOKENS),
+                       "top-1 calibration error (RMS, debiased)",
+                       (cal.BIN_TOKENS, cal.BIN_DEVIATION, cal.BIN_DEVIATION_SQUARED), ratio=False, bounds=(0.0, 1.0)),
+    calibration_metric("overconfidence", lambda t: cal.overconfidence(t, TOKENS),
+                       "top-1 confidence $-$ accuracy", (cal.CONFIDENCE_SUM, cal.TOP1_HITS), ratio=True,
+                       bounds=(-1.0, 1.0), signed=True),
+    calibration_metric("brier", lambda t: cal.brier(t, TOKENS), "top-1 Brier score", (cal.BRIER_SUM,),
+                       ratio=True, bounds=(0.0, 1.0)),
+    calibration_metric("entropy_gap", lambda t: cal.entropy_gap(t, TOKENS, LOGPROB_SUM),
+                       "CE $-$ mean entropy (nats)", (LOGPROB_SUM, cal.ENTROPY_SUM), ratio=True, signed=True),
+    calibration_metric("pit_distance", lambda t: cal.pit_distance(t, TOKENS),
+                       "PIT distance from uniform (RMS, debiased)", (cal.PIT_DEVIATION, cal.PIT_DEVIATION_SQUARED),
+                       ratio=False, bounds=(0.0, 1.0)),
+    calibration_metric("nucleus_star", lambda t: cal.calibrated_nucleus(t, TOKENS),
+                       f"calibrated nucleus $p^*({cal.NUCLEUS_Q})$", (cal.NUCLEUS_HITS,), ratio=False,
+                       bounds=(0.0, 1.0)),
+)
+
+
 METRICS: Registry[Metric] = Registry(
     "metric",
     (
@@ -149,14 +206,17 @@ METRICS: Registry[Metric] = Registry(
         # what the fitted discrete lognormal implies (the paper's Appendix B)
         histogram_metric("ee_lognormal", "entropy of the fitted lognormal (nats)"),
         histogram_metric("neg_log_p1_lognormal", "$-\\log P(R = 1)$ of the fitted lognormal"),
+        # calibration and nucleus coverage (rankscale.calibration): arrays made before the fields have none
+        *CALIBRATION_METRICS,
     )
 )
 
 
 def document_statistics() -> list[DocumentStatistic]:
-    """Every per-document statistic a summary computes: those the metrics read, the emergence analysis's, and the
-    strata's (the metrics' own statistics per stratum)."""
-    return unique([s for metric in METRICS.values() for s in metric.statistics] + list(EMERGENCE) + list(STRATA))
+    """Every per-document statistic a summary computes: those the metrics read, the emergence analysis's, the
+    strata's (the metrics' own statistics per stratum) and the calibration curves' (calibration.csv)."""
+    return unique([s for metric in METRICS.values() for s in metric.statistics] + list(EMERGENCE) + list(STRATA)
+                  + list(cal.CALIBRATION))  # fmt: skip
 
 
 def metric_for_law(law: str) -> Metric:

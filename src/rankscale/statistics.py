@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rankscale.rankfile import Calibration
+
 
 @dataclass(frozen=True)
 class Scored:
@@ -31,6 +33,7 @@ class Scored:
     n_strata: int = 0  # the strata of every kind, numbered in one list
     strata_k: Sequence[int] = ()  # the k of each stratum's hits
     n_bytes: np.ndarray | None = None  # per token, the UTF-8 byte length of its target's text; None: not known
+    calibration: Calibration | None = None  # the rank array's calibration fields; None: an array made before them
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,10 @@ def leave_one_out_rmse(form: FitForm, points: Points, y: np.ndarray) -> float:
             law = form.fit(points.take(keep), y[keep])
         except ValueError:
             return float("nan")
-        errors.append(math.log(float(form.predict(law, points.take([i]))[0])) - math.log(float(y[i])))
+        predicted = float(form.predict(law, points.take([i]))[0])
+        if not predicted > 0:  # a form that predicts a positive quantity at or below 0: its log error is unbounded
+            return math.inf
+        errors.append(math.log(predicted) - math.log(float(y[i])))
     return float(np.sqrt(np.mean(np.square(errors))))
 
 

@@ -18,7 +18,7 @@ from rankscale.registry import Registry
 
 # the topics, in the order their figures are listed; each declares its figures in rankscale.plots.entries.<topic>
 # (imported by name, so that `rankscale.plots.<topic>` stays the topic's implementation module)
-TOPICS = ("laws", "extrapolation", "emergence", "lognormal", "training", "seeds", "strata", "tokens")
+TOPICS = ("laws", "extrapolation", "emergence", "lognormal", "training", "seeds", "strata", "tokens", "calibration")
 MODULES = tuple(importlib.import_module(f"rankscale.plots.entries.{topic}") for topic in TOPICS)
 FIGURES: Registry[Figure] = Registry("figure", (f for module in MODULES for f in module.FIGURES), lambda f: f.name)
 

@@ -300,7 +300,7 @@ def results_html(run: RunFiles, level: float) -> str:
         "gives the documents' effective number n_eff); a small p says the sizes "
         "scatter around the law beyond what documents explain. The contrast is "
         "paired (the same document draws) and its p tests a difference of zero. Every law, k and interval: "
-        "Tables, 1. Laws in S (powerlaw_fits, exponent_contrasts).</p>"
+        "Tables, 01. Laws in S (powerlaw_fits, exponent_contrasts).</p>"
     )
     if singles:
         parts.append("<p>Families of one model (no law of their own; cross_family.csv):</p><ul>\n"

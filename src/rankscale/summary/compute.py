@@ -119,7 +119,7 @@ def per_document(
     index, n_strata, strata_k = stratified if stratified is not None else (None, 0, [])
     n_bytes = None if token_bytes is None else target_bytes(arrays.target, token_bytes)
     scored = Scored(arrays.rank, arrays.logprob, row, len(docs), segment_starts(arrays.doc, arrays.pos), ks,
-                    emergence_k, emergence_n, index, n_strata, strata_k, n_bytes)  # fmt: skip
+                    emergence_k, emergence_n, index, n_strata, strata_k, n_bytes, arrays.calibration)  # fmt: skip
     stats = {statistic.name: statistic.per_document(scored) for statistic in document_statistics()}
     return docs, {name: value for name, value in stats.items() if value is not None}
 

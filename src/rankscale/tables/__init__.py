@@ -42,6 +42,7 @@ TOPICS = (
     "seeds",
     "strata",
     "tokens",
+    "calibration",
 )
 MODULES = tuple(importlib.import_module(f"rankscale.tables.entries.{topic}") for topic in TOPICS)
 TABLES: Registry[Table] = Registry("table", (t for module in MODULES for t in module.TABLES), lambda t: t.name)

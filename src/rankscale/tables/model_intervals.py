@@ -111,19 +111,23 @@ def one_model_interval(replicates: Replicates, model: str, dataset: str, metric:
 BCA_SHORT = ("BCa of a rank-histogram statistic covered 52-96% on the run's own documents (the lognormal's entropy "
              "91-93% on HumanEval's, the error entropy 96% at n_eff 133 but 83-86% at 22-41): read it as a lower "
              "bound on the uncertainty")  # fmt: skip
+# why the bootstrap interval of a statistic of document sums that is no ratio (a debiased distance, a quantile) is not
+SUMS_SHORT = ("the bootstrap's bias-corrected percentiles of a debiased distance or an interpolated quantile of "
+              "document sums: its coverage on the run's own documents is not yet measured")  # fmt: skip
 JACKKNIFE_SHORT = ("the jackknife t of a rank-histogram statistic where BCa is unstable: its coverage on the run's own "
                    "documents is not measured")  # fmt: skip
 
 
-def reliability(found: ModelInterval, n_eff: float, n_documents: int, method: str) -> tuple[bool, str]:
+def reliability(found: ModelInterval, n_eff: float, n_documents: int, method: str,
+                histogram: bool = True) -> tuple[bool, str]:  # fmt: skip
     """(reliable, note): an interval holds its level where it exists, is a ratio's cluster-robust t and its
     documents are not too few or too uneven (`rankscale.intervals.unreliable_design`); the note says why not (why
-    there is none, if there is none)."""
+    there is none, if there is none). `histogram`: a statistic of the rank histogram, not of document sums."""
     exists = bool(np.isfinite(found.low) and np.isfinite(found.high))
     if not exists:
         return False, found.note
     if found.low == found.high:  # no spread: the point is its interval, exactly (RBP_|V| = 1)
         return True, found.note
-    short = JACKKNIFE_SHORT if found.method == JACKKNIFE_T else BCA_SHORT
+    short = JACKKNIFE_SHORT if found.method == JACKKNIFE_T else BCA_SHORT if histogram else SUMS_SHORT
     why = unreliable_design(n_eff, n_documents) or ("" if method == CR2_T else short)
     return not why, "; ".join(filter(None, [why, found.note]))  # a one-sided bound says so
