@@ -27,12 +27,13 @@ from pathlib import Path
 
 import numpy as np
 from model_interval_coverage import LEVEL, Cell, Population, cells, pct, scale_of
-from scipy import sparse
+from scipy import sparse, stats
 
-from rankscale.bca import bca
+from rankscale.bca import BEYOND_FACTOR, Z0_MARGIN, Bias, bca, jackknife_t
 from rankscale.bootstrap import kish_documents, resample_counts
-from rankscale.decomposition_jackknife import CORRECTED, corrected_blocks, recentred
-from rankscale.intervals import BIAS_LIMIT
+from rankscale.decomposition_jackknife import CORRECTED, corrected_blocks
+from rankscale.intervals import BIAS_LIMIT, ModelInterval, bell_mccaffrey_df
+from rankscale.unseen_ranks import chao2_confidence
 
 REPLICATES = 200
 
@@ -55,12 +56,59 @@ def chao_shen(counts: np.ndarray) -> np.ndarray:
     return terms.sum(axis=0)
 
 
+def horvitz_thompson(counts: np.ndarray, sums: np.ndarray, incidence: np.ndarray, m: np.ndarray,
+                     by_documents: bool) -> np.ndarray:  # fmt: skip
+    """-log of Chao & Shen's Horvitz-Thompson sum, sum over seen e of Q_e / (1 - (1 - C p_e)^n), per column:
+    p_e and C = 1 - f1 / n over tokens (n tokens, f1 errors seen once), or over units (p_e the share of the m
+    units holding e, C = 1 - Q1 / U, Q1 the errors held by one unit, U all incidences)."""
+    if by_documents:
+        n, share, ones, total = m, incidence / m, np.isclose(incidence, 1).sum(axis=0), incidence.sum(axis=0)
+    else:
+        n = counts.sum(axis=0)
+        share, ones, total = counts / n, np.isclose(counts, 1).sum(axis=0), n
+    coverage = 1.0 - np.minimum(ones, total - 1) / total  # Good-Turing, guarded where every error is seen once
+    seen = counts > 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        q = np.where(seen, np.exp(sums / np.where(seen, counts, 1.0)), 0.0)
+        return -np.log((q / np.where(seen, 1.0 - (1.0 - coverage * share) ** n, 1.0)).sum(axis=0))
+
+
+def unsmooth_interval(replicates: np.ndarray, estimate: float, jackknife: np.ndarray, level: float,
+                      max_z0: float, df: float = math.nan) -> ModelInterval:  # fmt: skip
+    """The interval of an estimator that is no smooth function of the documents' sums (`rankscale.unseen_ranks`'s
+    confidence, and self-alignment through it): the jackknife t, unless the recentred replicates' z0, less
+    Z0_MARGIN of its Monte Carlo SEs, puts its bias beyond BEYOND_FACTOR limits (then none). The jackknife's bias
+    (`jackknife_bias`), which `stable_choice` reads, is no estimate of such an estimator's bias (on the run's
+    documents it read -2.3 to +2.6 SEs where the bootstrap measured -0.4 to +0.3), so it decides nothing here;
+    the jackknife t reads no replicate, so a redraw of them moves it only through z0's test."""
+    finite = np.asarray(replicates, dtype=np.float64).ravel()
+    finite = finite[np.isfinite(finite)]
+    if finite.size == 0:
+        return ModelInterval(math.nan, math.nan, note="no finite replicate")
+    if np.all(finite == estimate):
+        return ModelInterval(estimate, estimate, 0.0)
+    bias = Bias.of(finite, estimate)
+    if abs(bias.z0) - Z0_MARGIN * bias.se > BEYOND_FACTOR * max_z0:
+        return ModelInterval(math.nan, math.nan, note=(
+            f"biased under resampling: the estimate sits at the {bias.share:.0%} point of its replicates (z0 = "
+            f"{bias.z0:.2f} +- {bias.se:.2f}, beyond {BEYOND_FACTOR * max_z0:g})"))  # fmt: skip
+    return jackknife_t(estimate, jackknife, level, df)
+
+
 def estimators(hist: sparse.csc_matrix, logprob: sparse.csc_matrix, weights: np.ndarray) -> dict[str, np.ndarray]:
     """Every candidate of every row of unit draw counts [b, U]."""
     got = corrected_blocks(hist, logprob, [weights])
-    counts = np.asarray(hist @ weights.T)
+    counts, sums = np.asarray(hist @ weights.T), np.asarray(logprob @ weights.T)
+    incidence, m = np.asarray((hist > 0).astype(np.float64) @ weights.T), weights.sum(axis=1)
     out = {f"{name}: plug-in": got[f"{name}_plug_in"] for name in CORRECTED}
-    out.update({f"{name}: jackknife": got[name] for name in CORRECTED})
+    out["ee: jackknife"] = got["ee"]
+    chao2 = chao2_confidence(hist, logprob, weights)
+    out["confidence: jackknife (tables)"] = got["confidence"]
+    out["self_alignment: CE - both jackknives (tables)"] = got["self_alignment"]
+    out["confidence: Chao2 (incidence, lognormal-corrected Q)"] = chao2
+    out["self_alignment: CE - ee jackknife - confidence Chao2"] = got["self_alignment"] + got["confidence"] - chao2
+    out["confidence: Horvitz-Thompson, tokens"] = horvitz_thompson(counts, sums, incidence, m, False)
+    out["confidence: Horvitz-Thompson, documents"] = horvitz_thompson(counts, sums, incidence, m, True)
     out["ee: jackknife of Miller-Madow"] = got["ee_miller_madow"]
     out["ee: Miller-Madow"] = miller_madow(counts)
     out["ee: Chao-Shen"] = chao_shen(counts)
@@ -79,28 +127,50 @@ def bias_row(pop: Population, replicates: int, seed: int) -> dict[str, float]:
     return {name: float((reps[name].mean() - truth[name]) / reps[name].std(ddof=1)) for name in point}
 
 
+def tally(tallies: dict[str, list[int]], name: str, got: ModelInterval, point: float, truth: float) -> None:
+    t = tallies.setdefault(name, [0, 0, 0, 0])  # sims, with an interval, covered, point at or outside
+    t[0] += 1
+    if math.isfinite(got.low):
+        t[1] += 1
+        t[2] += bool(got.low <= truth <= got.high)
+        t[3] += not got.low < point < got.high
+
+
 def coverage_sim(cell: Cell, truth: dict[str, float], rng: np.random.Generator, seed: int,
                  tallies: dict[str, list[int]], values: dict[str, list[tuple[float, float]]]) -> float:  # fmt: skip
-    """One corpus: the jackknife estimator's BCa interval (as the tables) of each statistic, against the truth;
-    `values` gathers its point and the plug-in's, for their bias against the truth."""
+    """One corpus: each estimator's interval of each statistic against the truth: the tables' (jackknife over
+    documents; BCa, the jackknife t or none by the tables' rule, `rankscale.bca.stable_choice`, from the estimator's
+    own leave-one-document-out values) and Chao2's confidence (self-alignment CE less it and ee's jackknife) under
+    the tables' rule and under `unsmooth_interval`; `values` gathers each point and the plug-in's, for their bias
+    against the truth."""
     pop = cell.population
     idx = rng.integers(0, pop.tokens.size, cell.documents)
     scale = sparse.diags(scale_of(cell, idx, rng))
     hist, logprob = sparse.csc_matrix(pop.hist[:, idx] @ scale), sparse.csc_matrix(pop.hist_logprob[:, idx] @ scale)
     n = idx.size
-    point = corrected_blocks(hist, logprob, [np.ones((1, n))])
     draws = np.concatenate(list(resample_counts(n, REPLICATES, seed, "coverage")))
-    reps = recentred(point, corrected_blocks(hist, logprob, [draws]))
-    leave_out = corrected_blocks(hist, logprob, [1.0 - np.eye(n)])
-    for name in CORRECTED:
-        got = bca(reps[name], float(point[name][0]), leave_out[f"{name}_plug_in"], LEVEL, BIAS_LIMIT)
-        values.setdefault(name, []).append((float(point[name][0]), float(point[f"{name}_plug_in"][0])))
-        t = tallies.setdefault(name, [0, 0, 0, 0])  # sims, with an interval, covered, point at or outside
-        t[0] += 1
-        if math.isfinite(got.low):
-            t[1] += 1
-            t[2] += bool(got.low <= truth[name] <= got.high)
-            t[3] += not got.low < point[name][0] < got.high
+    rows = {"point": np.ones((1, n)), "reps": draws, "out": 1.0 - np.eye(n)}
+    got = {k: corrected_blocks(hist, logprob, [w]) for k, w in rows.items()}
+    for k, w in rows.items():
+        chao2 = chao2_confidence(hist, logprob, w)
+        got[k]["confidence_chao2"] = chao2
+        got[k]["self_alignment_chao2"] = got[k]["self_alignment"] + got[k]["confidence"] - chao2
+        got[k]["confidence_chao2_plug_in"] = got[k]["confidence_plug_in"]
+        got[k]["self_alignment_chao2_plug_in"] = got[k]["self_alignment_plug_in"]
+    df = bell_mccaffrey_df(np.asarray(hist.sum(axis=0)).ravel())
+    for name in (*CORRECTED, "confidence_chao2", "self_alignment_chao2"):
+        point, plug = float(got["point"][name][0]), float(got["point"][f"{name}_plug_in"][0])
+        reps = point + got["reps"][name] - plug  # recentred, as `rankscale.decomposition_jackknife.recentred`
+        values.setdefault(name, []).append((point, plug))
+        target = truth[name.removesuffix("_chao2")]
+        tally(tallies, name, bca(reps, point, got["out"][name], LEVEL, BIAS_LIMIT, df), point, target)
+        if name.endswith("_chao2"):
+            alt = unsmooth_interval(reps, point, got["out"][name], LEVEL, BIAS_LIMIT, df)
+            tally(tallies, f"{name} (jackknife t)", alt, point, target)
+            if math.isfinite(alt.low):  # the same, its SE the replicates' SD instead of the jackknife's
+                half = float(stats.t.ppf(0.5 + LEVEL / 2, df)) * float(np.std(reps, ddof=1))
+                alt = ModelInterval(point - half, point + half)
+            tally(tallies, f"{name} (bootstrap-SE t)", alt, point, target)
     return kish_documents(np.asarray(hist.sum(axis=0)).ravel())
 
 
@@ -147,7 +217,7 @@ def main(argv: list[str] | None = None) -> None:
                  for s in range(args.sims)]  # fmt: skip
         line = f"| {cell.name} | {cell.population.name} | {cell.documents} | {np.median(n_eff):.1f} |" + " ".join(
             f" {name}: interval {pct(t[1], t[0])}, covers {pct(t[2], t[1])}, point at/outside {t[3]}; "
-            f"bias / SD {bias_against(values[name], truth[name])} |"
+            f"bias / SD {bias_against(values[name.split(' ')[0]], truth[name.split(' ')[0].removesuffix('_chao2')])} |"
             for name, t in tallies.items()
         )
         cover_lines.append(line)
