@@ -6,11 +6,13 @@ coverage of its intervals (docs/science.md, "Uncertainty"; `rankscale.decomposit
    estimate) / their SD, what BCa's z0 reads and what put the plug-in's intervals beside the truth. Candidates for
    the error entropy: the plug-in, Miller-Madow (+ (m - 1) / 2N, m seen ranks), Chao-Shen's coverage-adjusted
    estimator (Chao & Shen 2003: p -> C p, C = 1 - f1 / N, each term over 1 - (1 - C p)^N), and the jackknife over
-   documents; for self-alignment and confidence the plug-in and the jackknife.
+   documents; for confidence the plug-in, the jackknife over documents, Horvitz-Thompson with Good-Turing
+   coverage-adjusted inclusion probabilities (Chao & Shen's, over tokens or over documents as the units) and Chao2
+   (`rankscale.unseen_ranks`, the tables'); self-alignment is CE less ee's and confidence's estimates.
 2. Coverage on real-document nulls (as benchmarks/model_interval_coverage.py builds them: a model's documents are
-   the population, its plug-in statistics the truth; a corpus draws documents with replacement): the tables' own
-   interval of the jackknife estimator, BCa over B = 200 replicates with the acceleration from the plug-in's
-   leave-one-document-out values and the bias limit (`rankscale.intervals.BIAS_LIMIT`), as metrics.csv computes it.
+   the population, its plug-in statistics the truth; a corpus draws documents with replacement): each statistic's
+   interval as metrics.csv computes it (`coverage_sim`), from B = 200 replicates and the estimator's own
+   leave-one-document-out values.
 
     python benchmarks/histogram_bias.py --ranks results/ranks [--replicates 200] [--sims 200] [--write]
 """
@@ -27,13 +29,12 @@ from pathlib import Path
 
 import numpy as np
 from model_interval_coverage import LEVEL, Cell, Population, cells, pct, scale_of
-from scipy import sparse, stats
+from scipy import sparse
 
-from rankscale.bca import BEYOND_FACTOR, Z0_MARGIN, Bias, bca, jackknife_t
+from rankscale.bca import bca, jackknife_t, unsmooth_interval
 from rankscale.bootstrap import kish_documents, resample_counts
-from rankscale.decomposition_jackknife import CORRECTED, corrected_blocks
+from rankscale.decomposition_jackknife import CORRECTED, UNSMOOTH, corrected_blocks
 from rankscale.intervals import BIAS_LIMIT, ModelInterval, bell_mccaffrey_df
-from rankscale.unseen_ranks import chao2_confidence
 
 REPLICATES = 200
 
@@ -73,28 +74,6 @@ def horvitz_thompson(counts: np.ndarray, sums: np.ndarray, incidence: np.ndarray
         return -np.log((q / np.where(seen, 1.0 - (1.0 - coverage * share) ** n, 1.0)).sum(axis=0))
 
 
-def unsmooth_interval(replicates: np.ndarray, estimate: float, jackknife: np.ndarray, level: float,
-                      max_z0: float, df: float = math.nan) -> ModelInterval:  # fmt: skip
-    """The interval of an estimator that is no smooth function of the documents' sums (`rankscale.unseen_ranks`'s
-    confidence, and self-alignment through it): the jackknife t, unless the recentred replicates' z0, less
-    Z0_MARGIN of its Monte Carlo SEs, puts its bias beyond BEYOND_FACTOR limits (then none). The jackknife's bias
-    (`jackknife_bias`), which `stable_choice` reads, is no estimate of such an estimator's bias (on the run's
-    documents it read -2.3 to +2.6 SEs where the bootstrap measured -0.4 to +0.3), so it decides nothing here;
-    the jackknife t reads no replicate, so a redraw of them moves it only through z0's test."""
-    finite = np.asarray(replicates, dtype=np.float64).ravel()
-    finite = finite[np.isfinite(finite)]
-    if finite.size == 0:
-        return ModelInterval(math.nan, math.nan, note="no finite replicate")
-    if np.all(finite == estimate):
-        return ModelInterval(estimate, estimate, 0.0)
-    bias = Bias.of(finite, estimate)
-    if abs(bias.z0) - Z0_MARGIN * bias.se > BEYOND_FACTOR * max_z0:
-        return ModelInterval(math.nan, math.nan, note=(
-            f"biased under resampling: the estimate sits at the {bias.share:.0%} point of its replicates (z0 = "
-            f"{bias.z0:.2f} +- {bias.se:.2f}, beyond {BEYOND_FACTOR * max_z0:g})"))  # fmt: skip
-    return jackknife_t(estimate, jackknife, level, df)
-
-
 def estimators(hist: sparse.csc_matrix, logprob: sparse.csc_matrix, weights: np.ndarray) -> dict[str, np.ndarray]:
     """Every candidate of every row of unit draw counts [b, U]."""
     got = corrected_blocks(hist, logprob, [weights])
@@ -102,11 +81,12 @@ def estimators(hist: sparse.csc_matrix, logprob: sparse.csc_matrix, weights: np.
     incidence, m = np.asarray((hist > 0).astype(np.float64) @ weights.T), weights.sum(axis=1)
     out = {f"{name}: plug-in": got[f"{name}_plug_in"] for name in CORRECTED}
     out["ee: jackknife"] = got["ee"]
-    chao2 = chao2_confidence(hist, logprob, weights)
-    out["confidence: jackknife (tables)"] = got["confidence"]
-    out["self_alignment: CE - both jackknives (tables)"] = got["self_alignment"]
-    out["confidence: Chao2 (incidence, lognormal-corrected Q)"] = chao2
-    out["self_alignment: CE - ee jackknife - confidence Chao2"] = got["self_alignment"] + got["confidence"] - chao2
+    out["confidence: Chao2 (tables)"] = got["confidence"]
+    out["self_alignment: CE - ee jackknife - confidence Chao2 (tables)"] = got["self_alignment"]
+    out["confidence: jackknife"] = got["confidence_jackknife"]
+    out["self_alignment: CE - both jackknives"] = (
+        got["self_alignment"] + got["confidence"] - got["confidence_jackknife"]
+    )
     out["confidence: Horvitz-Thompson, tokens"] = horvitz_thompson(counts, sums, incidence, m, False)
     out["confidence: Horvitz-Thompson, documents"] = horvitz_thompson(counts, sums, incidence, m, True)
     out["ee: jackknife of Miller-Madow"] = got["ee_miller_madow"]
@@ -138,11 +118,11 @@ def tally(tallies: dict[str, list[int]], name: str, got: ModelInterval, point: f
 
 def coverage_sim(cell: Cell, truth: dict[str, float], rng: np.random.Generator, seed: int,
                  tallies: dict[str, list[int]], values: dict[str, list[tuple[float, float]]]) -> float:  # fmt: skip
-    """One corpus: each estimator's interval of each statistic against the truth: the tables' (jackknife over
-    documents; BCa, the jackknife t or none by the tables' rule, `rankscale.bca.stable_choice`, from the estimator's
-    own leave-one-document-out values) and Chao2's confidence (self-alignment CE less it and ee's jackknife) under
-    the tables' rule and under `unsmooth_interval`; `values` gathers each point and the plug-in's, for their bias
-    against the truth."""
+    """One corpus: each statistic's interval as the tables give it (`rankscale.tables.model_intervals`: ee's BCa,
+    jackknife t or none by `rankscale.bca.stable_choice`; confidence's and self-alignment's `unsmooth_interval`),
+    beside the jackknife t for those two and the jackknife estimators of confidence and self-alignment under the
+    jackknife-bias rule (`_jackknife`), each from its own leave-one-document-out values, against the truth;
+    `values` gathers each point and the plug-in's, for their bias against the truth."""
     pop = cell.population
     idx = rng.integers(0, pop.tokens.size, cell.documents)
     scale = sparse.diags(scale_of(cell, idx, rng))
@@ -151,26 +131,21 @@ def coverage_sim(cell: Cell, truth: dict[str, float], rng: np.random.Generator, 
     draws = np.concatenate(list(resample_counts(n, REPLICATES, seed, "coverage")))
     rows = {"point": np.ones((1, n)), "reps": draws, "out": 1.0 - np.eye(n)}
     got = {k: corrected_blocks(hist, logprob, [w]) for k, w in rows.items()}
-    for k, w in rows.items():
-        chao2 = chao2_confidence(hist, logprob, w)
-        got[k]["confidence_chao2"] = chao2
-        got[k]["self_alignment_chao2"] = got[k]["self_alignment"] + got[k]["confidence"] - chao2
-        got[k]["confidence_chao2_plug_in"] = got[k]["confidence_plug_in"]
-        got[k]["self_alignment_chao2_plug_in"] = got[k]["self_alignment_plug_in"]
+    for g in got.values():
+        g["self_alignment_jackknife"] = g["self_alignment"] + g["confidence"] - g["confidence_jackknife"]
+        g["confidence_jackknife_plug_in"] = g["confidence_plug_in"]
+        g["self_alignment_jackknife_plug_in"] = g["self_alignment_plug_in"]
     df = bell_mccaffrey_df(np.asarray(hist.sum(axis=0)).ravel())
-    for name in (*CORRECTED, "confidence_chao2", "self_alignment_chao2"):
+    for name in (*CORRECTED, "confidence_jackknife", "self_alignment_jackknife"):
         point, plug = float(got["point"][name][0]), float(got["point"][f"{name}_plug_in"][0])
         reps = point + got["reps"][name] - plug  # recentred, as `rankscale.decomposition_jackknife.recentred`
         values.setdefault(name, []).append((point, plug))
-        target = truth[name.removesuffix("_chao2")]
-        tally(tallies, name, bca(reps, point, got["out"][name], LEVEL, BIAS_LIMIT, df), point, target)
-        if name.endswith("_chao2"):
-            alt = unsmooth_interval(reps, point, got["out"][name], LEVEL, BIAS_LIMIT, df)
-            tally(tallies, f"{name} (jackknife t)", alt, point, target)
-            if math.isfinite(alt.low):  # the same, its SE the replicates' SD instead of the jackknife's
-                half = float(stats.t.ppf(0.5 + LEVEL / 2, df)) * float(np.std(reps, ddof=1))
-                alt = ModelInterval(point - half, point + half)
-            tally(tallies, f"{name} (bootstrap-SE t)", alt, point, target)
+        target, out = truth[name.removesuffix("_jackknife")], got["out"][name]
+        if name in UNSMOOTH:
+            tally(tallies, name, unsmooth_interval(reps, point, out, LEVEL, BIAS_LIMIT, df), point, target)
+            tally(tallies, f"{name} (jackknife t)", jackknife_t(point, out, LEVEL, df), point, target)
+        else:
+            tally(tallies, name, bca(reps, point, out, LEVEL, BIAS_LIMIT, df), point, target)
     return kish_documents(np.asarray(hist.sum(axis=0)).ravel())
 
 
@@ -217,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
                  for s in range(args.sims)]  # fmt: skip
         line = f"| {cell.name} | {cell.population.name} | {cell.documents} | {np.median(n_eff):.1f} |" + " ".join(
             f" {name}: interval {pct(t[1], t[0])}, covers {pct(t[2], t[1])}, point at/outside {t[3]}; "
-            f"bias / SD {bias_against(values[name.split(' ')[0]], truth[name.split(' ')[0].removesuffix('_chao2')])} |"
+            f"bias / SD {bias_against(values[name.split(' ')[0]], truth[name.split(' ')[0].removesuffix('_jackknife')])} |"
             for name, t in tallies.items()
         )
         cover_lines.append(line)
@@ -240,12 +215,16 @@ def main(argv: list[str] | None = None) -> None:
             "",
             *(
                 [
-                    f"Coverage of the jackknife estimator's {LEVEL:.0%} interval (BCa as metrics.csv: {REPLICATES} "
-                    f"replicates, |z0| <= {BIAS_LIMIT:g}) on real-document nulls, {args.sims} corpora a cell, the "
-                    f"truth the population's plug-in value; % ± MC SE; bias / SD: the estimator's (mean - truth) / SD "
-                    "over the corpora, and the plug-in's.",
+                    f"Coverage of each statistic's {LEVEL:.0%} interval as the tables give it (ee: the jackknife "
+                    f"over documents, BCa, the jackknife t or none by `rankscale.bca.stable_choice`, bias limit "
+                    f"{BIAS_LIMIT:g}; confidence: Chao2, and self-alignment CE less ee and it: the replicates' SD "
+                    f"with t, `unsmooth_interval`; {REPLICATES} replicates) on real-document nulls, {args.sims} "
+                    "corpora a cell, the truth the population's plug-in value; beside them the jackknife t of those "
+                    "two, and the jackknife estimators of both (`*_jackknife`, main's before) under the "
+                    "jackknife-bias rule. % ± MC SE; bias / SD: the estimator's (mean - truth) / SD over the "
+                    "corpora, and the plug-in's.",
                     "",
-                    "| design | documents of | drawn | median n_eff | jackknife-corrected (BCa) |",
+                    "| design | documents of | drawn | median n_eff | intervals |",
                     "| --- | --- | --- | --- | --- |",
                     *cover_lines,
                     "",

@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 
-from rankscale.bca import JACKKNIFE_T, bca
+from rankscale.bca import JACKKNIFE_T, bca, unsmooth_interval
+from rankscale.decomposition_jackknife import UNSMOOTH
 from rankscale.intervals import (
     BIAS_LIMIT,
     PROBABILITY,
@@ -63,6 +64,8 @@ def bootstrap_interval(summary: Summary, name: str, reps: np.ndarray, value: flo
         jackknife = np.asarray(units[left_out(name)], dtype=np.float64)
         if TOKENS.name in units:
             df = bell_mccaffrey_df(np.asarray(units[TOKENS.name], dtype=np.float64))
+    if name in UNSMOOTH and math.isfinite(limit):
+        return unsmooth_interval(reps, value, jackknife, level, limit, df)
     return bca(reps, value, jackknife, level, limit, df)
 
 
