@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from rankscale.bca import JACKKNIFE_T, bca, unsmooth_interval
+from rankscale.bca import BOOTSTRAP_SE_T, JACKKNIFE_T, bca, unsmooth_interval
 from rankscale.decomposition_jackknife import UNSMOOTH
 from rankscale.intervals import (
     BIAS_LIMIT,
@@ -116,6 +116,8 @@ BCA_SHORT = ("BCa of a rank-histogram statistic covered 52-96% on the run's own 
              "bound on the uncertainty")  # fmt: skip
 JACKKNIFE_SHORT = ("the jackknife t of a rank-histogram statistic where BCa is unstable: its coverage on the run's own "
                    "documents is not measured")  # fmt: skip
+UNSEEN_SHORT = ("Chao2's confidence (and self-alignment through it) with the replicates' SD and t covered 97.5-100% on "
+                "the run's own documents (conservative), self-alignment 94% at HumanEval n_eff 22")  # fmt: skip
 
 
 def reliability(found: ModelInterval, n_eff: float, n_documents: int, method: str) -> tuple[bool, str]:
@@ -127,6 +129,6 @@ def reliability(found: ModelInterval, n_eff: float, n_documents: int, method: st
         return False, found.note
     if found.low == found.high:  # no spread: the point is its interval, exactly (RBP_|V| = 1)
         return True, found.note
-    short = JACKKNIFE_SHORT if found.method == JACKKNIFE_T else BCA_SHORT
+    short = {JACKKNIFE_T: JACKKNIFE_SHORT, BOOTSTRAP_SE_T: UNSEEN_SHORT}.get(found.method, BCA_SHORT)
     why = unreliable_design(n_eff, n_documents) or ("" if method == CR2_T else short)
     return not why, "; ".join(filter(None, [why, found.note]))  # a one-sided bound says so
