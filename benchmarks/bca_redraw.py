@@ -37,10 +37,18 @@ from types import ModuleType
 
 import numpy as np
 
-from rankscale.bca import BEYOND_FACTOR, JACKKNIFE_T, MIN_TAIL_REPLICATES, STABLE_SHARE, Z0_MARGIN, bca
+from rankscale.bca import (
+    BEYOND_FACTOR,
+    JACKKNIFE_T,
+    MIN_TAIL_REPLICATES,
+    STABLE_SHARE,
+    Z0_MARGIN,
+    bca,
+    unsmooth_interval,
+)
 from rankscale.bootstrap import resample_counts
 from rankscale.conjecture import distribution_replicates
-from rankscale.decomposition_jackknife import corrected_decomposition
+from rankscale.decomposition_jackknife import UNSMOOTH, corrected_decomposition
 from rankscale.intervals import BIAS_LIMIT, ModelInterval
 from rankscale.layout import Layout, fill
 from rankscale.rankfile import load_rank_arrays
@@ -91,7 +99,7 @@ def summary_rows(summary_json: Path, ranks: Path, redraws: int, replicates: int,
         draws = list(resample_counts(n_units, replicates, seed, summary.dataset))
         blocks = (b[:, units].astype(np.float64) for b in draws)
         reps = distribution_replicates(*by_row, blocks, summary.distribution, summary.law_k, summary.truncated)
-        # CE's decomposition: the jackknife-corrected estimator's replicates, recentred, as `summarize` stores them
+        # CE's decomposition: the corrected estimators' replicates, recentred, as `summarize` stores them
         reps.update(corrected_decomposition(*by_row, units, draws)[1])
         if r == 0:  # the workflow's own draw: the replicates it stored
             for name in names:
@@ -99,7 +107,8 @@ def summary_rows(summary_json: Path, ranks: Path, redraws: int, replicates: int,
                 assert np.allclose(reps[name], stored, equal_nan=True, rtol=1e-9), f"redraw 0 is not the run's {name}"
         for out, name in zip(rows, names, strict=True):
             jack = np.asarray(boot[f"jack_{name}"], dtype=np.float64)
-            out.new.append(bca(reps[name], values[name], jack, LEVEL, BIAS_LIMIT))
+            rule = unsmooth_interval if name in UNSMOOTH else bca  # as `model_intervals.bootstrap_interval`
+            out.new.append(rule(reps[name], values[name], jack, LEVEL, BIAS_LIMIT))
             if before is not None:
                 out.old.append(before(reps[name], values[name], jack, LEVEL, BIAS_LIMIT))
     return rows

@@ -6,11 +6,13 @@ coverage of its intervals (docs/science.md, "Uncertainty"; `rankscale.decomposit
    estimate) / their SD, what BCa's z0 reads and what put the plug-in's intervals beside the truth. Candidates for
    the error entropy: the plug-in, Miller-Madow (+ (m - 1) / 2N, m seen ranks), Chao-Shen's coverage-adjusted
    estimator (Chao & Shen 2003: p -> C p, C = 1 - f1 / N, each term over 1 - (1 - C p)^N), and the jackknife over
-   documents; for self-alignment and confidence the plug-in and the jackknife.
+   documents; for confidence the plug-in, the jackknife over documents, Horvitz-Thompson with Good-Turing
+   coverage-adjusted inclusion probabilities (Chao & Shen's, over tokens or over documents as the units) and Chao2
+   (`rankscale.unseen_ranks`, the tables'); self-alignment is CE less ee's and confidence's estimates.
 2. Coverage on real-document nulls (as benchmarks/model_interval_coverage.py builds them: a model's documents are
-   the population, its plug-in statistics the truth; a corpus draws documents with replacement): the tables' own
-   interval of the jackknife estimator, BCa over B = 200 replicates with the acceleration from the plug-in's
-   leave-one-document-out values and the bias limit (`rankscale.intervals.BIAS_LIMIT`), as metrics.csv computes it.
+   the population, its plug-in statistics the truth; a corpus draws documents with replacement): each statistic's
+   interval as metrics.csv computes it (`coverage_sim`), from B = 200 replicates and the estimator's own
+   leave-one-document-out values.
 
     python benchmarks/histogram_bias.py --ranks results/ranks [--replicates 200] [--sims 200] [--write]
 """
@@ -29,10 +31,10 @@ import numpy as np
 from model_interval_coverage import LEVEL, Cell, Population, cells, pct, scale_of
 from scipy import sparse
 
-from rankscale.bca import bca
+from rankscale.bca import bca, jackknife_t, unsmooth_interval
 from rankscale.bootstrap import kish_documents, resample_counts
-from rankscale.decomposition_jackknife import CORRECTED, corrected_blocks, recentred
-from rankscale.intervals import BIAS_LIMIT
+from rankscale.decomposition_jackknife import CORRECTED, UNSMOOTH, corrected_blocks
+from rankscale.intervals import BIAS_LIMIT, ModelInterval, bell_mccaffrey_df
 
 REPLICATES = 200
 
@@ -55,12 +57,38 @@ def chao_shen(counts: np.ndarray) -> np.ndarray:
     return terms.sum(axis=0)
 
 
+def horvitz_thompson(counts: np.ndarray, sums: np.ndarray, incidence: np.ndarray, m: np.ndarray,
+                     by_documents: bool) -> np.ndarray:  # fmt: skip
+    """-log of Chao & Shen's Horvitz-Thompson sum, sum over seen e of Q_e / (1 - (1 - C p_e)^n), per column:
+    p_e and C = 1 - f1 / n over tokens (n tokens, f1 errors seen once), or over units (p_e the share of the m
+    units holding e, C = 1 - Q1 / U, Q1 the errors held by one unit, U all incidences)."""
+    if by_documents:
+        n, share, ones, total = m, incidence / m, np.isclose(incidence, 1).sum(axis=0), incidence.sum(axis=0)
+    else:
+        n = counts.sum(axis=0)
+        share, ones, total = counts / n, np.isclose(counts, 1).sum(axis=0), n
+    coverage = 1.0 - np.minimum(ones, total - 1) / total  # Good-Turing, guarded where every error is seen once
+    seen = counts > 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        q = np.where(seen, np.exp(sums / np.where(seen, counts, 1.0)), 0.0)
+        return -np.log((q / np.where(seen, 1.0 - (1.0 - coverage * share) ** n, 1.0)).sum(axis=0))
+
+
 def estimators(hist: sparse.csc_matrix, logprob: sparse.csc_matrix, weights: np.ndarray) -> dict[str, np.ndarray]:
     """Every candidate of every row of unit draw counts [b, U]."""
     got = corrected_blocks(hist, logprob, [weights])
-    counts = np.asarray(hist @ weights.T)
+    counts, sums = np.asarray(hist @ weights.T), np.asarray(logprob @ weights.T)
+    incidence, m = np.asarray((hist > 0).astype(np.float64) @ weights.T), weights.sum(axis=1)
     out = {f"{name}: plug-in": got[f"{name}_plug_in"] for name in CORRECTED}
-    out.update({f"{name}: jackknife": got[name] for name in CORRECTED})
+    out["ee: jackknife"] = got["ee"]
+    out["confidence: Chao2 (tables)"] = got["confidence"]
+    out["self_alignment: CE - ee jackknife - confidence Chao2 (tables)"] = got["self_alignment"]
+    out["confidence: jackknife"] = got["confidence_jackknife"]
+    out["self_alignment: CE - both jackknives"] = (
+        got["self_alignment"] + got["confidence"] - got["confidence_jackknife"]
+    )
+    out["confidence: Horvitz-Thompson, tokens"] = horvitz_thompson(counts, sums, incidence, m, False)
+    out["confidence: Horvitz-Thompson, documents"] = horvitz_thompson(counts, sums, incidence, m, True)
     out["ee: jackknife of Miller-Madow"] = got["ee_miller_madow"]
     out["ee: Miller-Madow"] = miller_madow(counts)
     out["ee: Chao-Shen"] = chao_shen(counts)
@@ -79,28 +107,45 @@ def bias_row(pop: Population, replicates: int, seed: int) -> dict[str, float]:
     return {name: float((reps[name].mean() - truth[name]) / reps[name].std(ddof=1)) for name in point}
 
 
+def tally(tallies: dict[str, list[int]], name: str, got: ModelInterval, point: float, truth: float) -> None:
+    t = tallies.setdefault(name, [0, 0, 0, 0])  # sims, with an interval, covered, point at or outside
+    t[0] += 1
+    if math.isfinite(got.low):
+        t[1] += 1
+        t[2] += bool(got.low <= truth <= got.high)
+        t[3] += not got.low < point < got.high
+
+
 def coverage_sim(cell: Cell, truth: dict[str, float], rng: np.random.Generator, seed: int,
                  tallies: dict[str, list[int]], values: dict[str, list[tuple[float, float]]]) -> float:  # fmt: skip
-    """One corpus: the jackknife estimator's BCa interval (as the tables) of each statistic, against the truth;
-    `values` gathers its point and the plug-in's, for their bias against the truth."""
+    """One corpus: each statistic's interval as the tables give it (`rankscale.tables.model_intervals`: ee's BCa,
+    jackknife t or none by `rankscale.bca.stable_choice`; confidence's and self-alignment's `unsmooth_interval`),
+    beside the jackknife t for those two and the jackknife estimators of confidence and self-alignment under the
+    jackknife-bias rule (`_jackknife`), each from its own leave-one-document-out values, against the truth;
+    `values` gathers each point and the plug-in's, for their bias against the truth."""
     pop = cell.population
     idx = rng.integers(0, pop.tokens.size, cell.documents)
     scale = sparse.diags(scale_of(cell, idx, rng))
     hist, logprob = sparse.csc_matrix(pop.hist[:, idx] @ scale), sparse.csc_matrix(pop.hist_logprob[:, idx] @ scale)
     n = idx.size
-    point = corrected_blocks(hist, logprob, [np.ones((1, n))])
     draws = np.concatenate(list(resample_counts(n, REPLICATES, seed, "coverage")))
-    reps = recentred(point, corrected_blocks(hist, logprob, [draws]))
-    leave_out = corrected_blocks(hist, logprob, [1.0 - np.eye(n)])
-    for name in CORRECTED:
-        got = bca(reps[name], float(point[name][0]), leave_out[f"{name}_plug_in"], LEVEL, BIAS_LIMIT)
-        values.setdefault(name, []).append((float(point[name][0]), float(point[f"{name}_plug_in"][0])))
-        t = tallies.setdefault(name, [0, 0, 0, 0])  # sims, with an interval, covered, point at or outside
-        t[0] += 1
-        if math.isfinite(got.low):
-            t[1] += 1
-            t[2] += bool(got.low <= truth[name] <= got.high)
-            t[3] += not got.low < point[name][0] < got.high
+    rows = {"point": np.ones((1, n)), "reps": draws, "out": 1.0 - np.eye(n)}
+    got = {k: corrected_blocks(hist, logprob, [w]) for k, w in rows.items()}
+    for g in got.values():
+        g["self_alignment_jackknife"] = g["self_alignment"] + g["confidence"] - g["confidence_jackknife"]
+        g["confidence_jackknife_plug_in"] = g["confidence_plug_in"]
+        g["self_alignment_jackknife_plug_in"] = g["self_alignment_plug_in"]
+    df = bell_mccaffrey_df(np.asarray(hist.sum(axis=0)).ravel())
+    for name in (*CORRECTED, "confidence_jackknife", "self_alignment_jackknife"):
+        point, plug = float(got["point"][name][0]), float(got["point"][f"{name}_plug_in"][0])
+        reps = point + got["reps"][name] - plug  # recentred, as `rankscale.decomposition_jackknife.recentred`
+        values.setdefault(name, []).append((point, plug))
+        target, out = truth[name.removesuffix("_jackknife")], got["out"][name]
+        if name in UNSMOOTH:
+            tally(tallies, name, unsmooth_interval(reps, point, out, LEVEL, BIAS_LIMIT, df), point, target)
+            tally(tallies, f"{name} (jackknife t)", jackknife_t(point, out, LEVEL, df), point, target)
+        else:
+            tally(tallies, name, bca(reps, point, out, LEVEL, BIAS_LIMIT, df), point, target)
     return kish_documents(np.asarray(hist.sum(axis=0)).ravel())
 
 
@@ -147,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
                  for s in range(args.sims)]  # fmt: skip
         line = f"| {cell.name} | {cell.population.name} | {cell.documents} | {np.median(n_eff):.1f} |" + " ".join(
             f" {name}: interval {pct(t[1], t[0])}, covers {pct(t[2], t[1])}, point at/outside {t[3]}; "
-            f"bias / SD {bias_against(values[name], truth[name])} |"
+            f"bias / SD {bias_against(values[name.split(' ')[0]], truth[name.split(' ')[0].removesuffix('_jackknife')])} |"
             for name, t in tallies.items()
         )
         cover_lines.append(line)
@@ -170,12 +215,16 @@ def main(argv: list[str] | None = None) -> None:
             "",
             *(
                 [
-                    f"Coverage of the jackknife estimator's {LEVEL:.0%} interval (BCa as metrics.csv: {REPLICATES} "
-                    f"replicates, |z0| <= {BIAS_LIMIT:g}) on real-document nulls, {args.sims} corpora a cell, the "
-                    f"truth the population's plug-in value; % ± MC SE; bias / SD: the estimator's (mean - truth) / SD "
-                    "over the corpora, and the plug-in's.",
+                    f"Coverage of each statistic's {LEVEL:.0%} interval as the tables give it (ee: the jackknife "
+                    f"over documents, BCa, the jackknife t or none by `rankscale.bca.stable_choice`, bias limit "
+                    f"{BIAS_LIMIT:g}; confidence: Chao2, and self-alignment CE less ee and it: the replicates' SD "
+                    f"with t, `unsmooth_interval`; {REPLICATES} replicates) on real-document nulls, {args.sims} "
+                    "corpora a cell, the truth the population's plug-in value; beside them the jackknife t of those "
+                    "two, and the jackknife estimators of both (`*_jackknife`, main's before) under the "
+                    "jackknife-bias rule. % ± MC SE; bias / SD: the estimator's (mean - truth) / SD over the "
+                    "corpora, and the plug-in's.",
                     "",
-                    "| design | documents of | drawn | median n_eff | jackknife-corrected (BCa) |",
+                    "| design | documents of | drawn | median n_eff | intervals |",
                     "| --- | --- | --- | --- | --- |",
                     *cover_lines,
                     "",

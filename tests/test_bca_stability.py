@@ -12,6 +12,7 @@ import pytest
 from scipy import special, stats
 
 from rankscale.bca import (
+    BOOTSTRAP_SE_T,
     JACKKNIFE_T,
     Bias,
     acceleration,
@@ -20,6 +21,7 @@ from rankscale.bca import (
     bca_mc_error,
     jackknife_bias,
     jackknife_t,
+    unsmooth_interval,
 )
 from rankscale.intervals import BIAS_LIMIT
 
@@ -175,3 +177,17 @@ def test_jackknife_t_takes_the_documents_degrees_of_freedom() -> None:
     got = jackknife_t(ESTIMATE, jack, 0.95, df)
     se = math.sqrt(18 / 19 * float(((jack - jack.mean()) ** 2).sum()))
     assert got.high - ESTIMATE == pytest.approx(stats.t.ppf(0.975, df) * se) and f"df {df:.1f}" in got.note
+
+
+def test_unsmooth_interval_is_the_replicates_sd_with_t_and_none_past_the_limit() -> None:
+    """An estimator that is no smooth statistic (Chao2's confidence): estimate -/+ t_df SD of its replicates,
+    whatever its jackknife's bias (here 3 SEs, which `stable_choice` would refuse); none once the replicates put the
+    estimate at their 2% point; a redraw of centred replicates moves the ends only by the SD's Monte Carlo error."""
+    reps = ESTIMATE + 0.1 * special.ndtri((np.arange(400) + 0.5) / 400)  # centred, SD ~0.1
+    got = unsmooth_interval(reps, ESTIMATE, jackknife_with(3.0), 0.95, BIAS_LIMIT, df=12.0)
+    half = stats.t.ppf(0.975, 12.0) * np.std(reps, ddof=1)
+    assert (got.low, got.high) == pytest.approx((ESTIMATE - half, ESTIMATE + half), rel=1e-12)
+    assert got.method == BOOTSTRAP_SE_T
+    assert 0.0 < got.mc_error < 0.05  # sqrt((3 - 1) / 1600) / 2 = 0.018 for Normal replicates
+    shifted = unsmooth_interval(reps + 0.21, ESTIMATE, jackknife_with(0.0), 0.95, BIAS_LIMIT, df=12.0)
+    assert math.isnan(shifted.low) and "biased under resampling" in shifted.note

@@ -20,6 +20,7 @@ from rankscale.decomposition_jackknife import (
     corrected_left_out,
     unit_histograms,
 )
+from rankscale.unseen_ranks import chao2_confidence
 from tests.tolerances import unit_roundoff
 
 VOCAB = 60
@@ -45,8 +46,12 @@ def test_miller_madow_of_a_hand_histogram() -> None:
     assert mm == pytest.approx(1.0114042647 + 2 / 12, abs=1e-9)
 
 
+NAMES = (*CORRECTED, "confidence_jackknife")
+
+
 def brute_force(hist: sparse.csr_matrix, logprob: sparse.csr_matrix, weights: np.ndarray) -> np.ndarray:
-    """m T - (m - 1) / m sum_u w_u T(without one draw of u), by an explicit loop over the drawn units."""
+    """m T - (m - 1) / m sum_u w_u T(without one draw of u) of ee and confidence by an explicit loop over the drawn
+    units, Chao2's confidence of the weighted documents, and self-alignment CE less ee's and it (`NAMES`)."""
 
     def stats(w: np.ndarray) -> np.ndarray:
         return np.array(decomposition(np.asarray(hist @ w).ravel(), np.asarray(logprob @ w).ravel()))
@@ -55,7 +60,8 @@ def brute_force(hist: sparse.csr_matrix, logprob: sparse.csr_matrix, weights: np
     outs = [weights[u] * stats(weights - np.eye(weights.size)[u]) for u in np.nonzero(weights)[0]]
     corrected = m * stats(weights) - (m - 1) * np.sum(outs, axis=0) / m
     ce = -float((logprob @ weights).sum() / (hist @ weights).sum())
-    return np.array([corrected[0], ce - corrected[0] - corrected[2], corrected[2]])
+    chao2 = float(chao2_confidence(sparse.csc_matrix(hist), sparse.csc_matrix(logprob), weights[None, :])[0])
+    return np.array([corrected[0], ce - corrected[0] - chao2, chao2, corrected[2]])
 
 
 def test_sparse_leave_one_out_is_the_explicit_loop() -> None:
@@ -73,8 +79,10 @@ def test_sparse_leave_one_out_is_the_explicit_loop() -> None:
     raw = corrected_blocks(h, lp, [draws[:, units]])
     for b in range(len(draws)):
         want = brute_force(hist, logprob, draws[b, units].astype(np.float64))
-        for j, name in enumerate(CORRECTED):
+        for j, name in enumerate(NAMES):
             assert raw[name][b] == pytest.approx(want[j], rel=0, abs=SUMMED)
+            if name not in CORRECTED:
+                continue
             # recentred by the sample's own correction: + (jackknife - plug-in) of the whole sample
             correction = point[name] - brute_plug_in(hist, logprob, name)
             assert reps[name][b] - raw[name][b] == pytest.approx(correction, rel=0, abs=SUMMED)
@@ -123,8 +131,8 @@ def test_recentred_replicates_are_centred_on_the_point() -> None:
 
 
 def test_corrected_left_out_is_the_jackknife_over_the_other_units() -> None:
-    """T_J(-u), unit u's documents left out, against the explicit loop over the remaining units (whose weights are
-    all ones but u's); a unit with no document is NaN."""
+    """T(-u), unit u's documents left out (the jackknife of ee, Chao2's confidence), against the explicit loop over
+    the remaining units (whose weights are all ones but u's); a unit with no document is NaN."""
     rng = np.random.default_rng(11)
     p = 1.0 / np.arange(1, VOCAB + 1)
     hist, logprob = documents(rng, 9, 30, p / p.sum())

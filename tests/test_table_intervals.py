@@ -315,19 +315,20 @@ def test_a_law_quantity_off_its_replicates_has_no_interval() -> None:
 
 @pytest.mark.slow  # the smoke run: two minutes
 def test_the_smoke_runs_ce_decomposition_has_intervals_holding_its_points(smoke_run) -> None:
-    """CE's decomposition is its jackknife over documents, its replicates recentred on it
+    """CE's decomposition: the error entropy's jackknife over documents, confidence's Chao2 (the rank errors a sample
+    missed, `rankscale.unseen_ranks`), self-alignment CE less both, their replicates recentred on them
     (`rankscale.decomposition_jackknife`). As plug-ins, biased 1-6 SDs, none of the three had an interval in any row;
-    now error entropy has one wherever there are 20 effective documents (HumanEval's 34 here), and self-alignment in
-    some row, holding its point; a row without one says it is biased under resampling (the corrected estimator's own
-    jackknife bias past the rule's limit), never an interval beside the point."""
+    now error entropy has one wherever there are 20 effective documents (HumanEval's 34 here), confidence and
+    self-alignment the replicates' SD with t (`bootstrap_se_t`), each holding its point; a row without one says it
+    is biased under resampling, never an interval beside the point."""
     metrics = pd.read_csv(smoke_run / "results" / "smoke" / "tables" / "metrics.csv")
     rows = metrics[metrics["metric"].isin(["ee", "self_alignment", "confidence"])]
     has = rows["ci_low"].notna() & rows["ci_high"].notna()
     ee = rows[(rows["metric"] == "ee") & (rows["n_eff_documents"] >= 20)]
     assert len(ee) > 0 and has[ee.index].all()
-    # confidence keeps a residual bias of 0.4-3 SDs after the jackknife (benchmarks/histogram_bias.py): the rule,
-    # reading its own jackknife's bias, may refuse it everywhere, as it does on the default run
-    assert {"ee", "self_alignment"} <= set(rows.loc[has, "metric"])
+    assert {"ee", "self_alignment", "confidence"} <= set(rows.loc[has, "metric"])
+    unseen = rows[has & rows["metric"].isin(["self_alignment", "confidence"])]
+    assert (unseen["ci_method"] == "bootstrap_se_t").all()
     held = rows[has]
     assert ((held["ci_low"] < held["value"]) & (held["value"] < held["ci_high"])).all()
     assert rows.loc[~has, "ci_note"].str.contains("biased under resampling").all()

@@ -2,8 +2,9 @@
 
 - Error entropy (arXiv 2510.04067): EE = -sum_r P(R = r) log P(R = r) of the empirical rank
   distribution; Miller-Madow corrects its plug-in bias by + (m - 1) / (2n), m non-empty ranks.
-  Here they are the plug-in values of one histogram; a summary reports the decomposition's jackknife over
-  documents instead (`rankscale.decomposition_jackknife`: the plug-in's bias is 1-6 of its SDs).
+  Here they are the plug-in values of one histogram; a summary reports bias-corrected estimators instead
+  (`rankscale.decomposition_jackknife`: the error entropy's jackknife over documents, confidence's Chao2 with the
+  rank errors a sample missed; the plug-in's bias is 1-6 of its SDs).
 - The companion paper's decomposition of cross-entropy, exact on the stored (rank, log-prob)
   pairs: with e = R - 1, p_e the share of tokens of rank error e, Q_e = exp(mean log p(t) over
   them), C = sum_e Q_e and q_e = Q_e / C,

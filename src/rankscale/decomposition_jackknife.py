@@ -1,4 +1,5 @@
-"""CE's decomposition (error entropy, self-alignment, confidence) bias-corrected by the jackknife over documents.
+"""CE's decomposition (error entropy, self-alignment, confidence) bias-corrected over documents: the error entropy
+by the jackknife, confidence by Chao2's estimate of the rank errors a sample missed (`rankscale.unseen_ranks`).
 
 The plug-in statistics of a rank histogram are biased: on the run's documents the plug-in error entropy sat 0.7-2.6
 of its bootstrap SDs below the truth, self-alignment and confidence 1.8-6 above, so no interval of their replicates
@@ -9,7 +10,8 @@ of the summed histogram whatever the dependence inside a document (Quenouille 19
     T_J = m T - (m - 1) / m * sum_u T_(-u),
 
 m the units drawn, T_(-u) the statistic with one draw of unit u left out (benchmarks/histogram_bias.py: the error
-entropy's bias falls to 0.1-0.2 SDs; confidence, a sum over the ranks a corpus happens to see, keeps 0.4-3).
+entropy's bias falls to 0.1-0.2 SDs; confidence, a sum over the ranks a corpus happens to see, keeps 0.4-3, so it
+is `chao2_confidence` instead: -0.4 to +0.3).
 A bootstrap replicate is corrected the same way inside itself (its draws are its units), and the replicates are
 `recentred`. Leaving a unit out changes the histogram only at the ranks its tokens hold, so every T_(-u) of every
 replicate is a sparse update of the replicate's sums: the cost is the (unit, rank) pairs times the replicates.
@@ -21,7 +23,10 @@ T_(-u) would measure the bias the correction already removed (m times the plug-i
 of it. The jackknife of T_J is the second-order jackknife's estimate of its residual bias (Schucany, Gray & Owen
 1971), exact arithmetic, which a redraw of the replicates does not move.
 
-Self-alignment is taken as CE - EE_J - confidence_J with CE the replicate's own ratio, so the decomposition still
+Chao2's confidence is no smooth statistic: its leave-one-out values give its jackknife SE, but their jackknife bias
+is no estimate of its bias (`UNSMOOTH`, `rankscale.bca.unsmooth_interval`).
+
+Self-alignment is taken as CE - EE_J - confidence with CE the replicate's own ratio, so the decomposition still
 sums to the reported cross-entropy exactly (the ratio's own O(1/n) bias is orders below its SD); it can fall
 below 0, where the truth is near 0.
 """
@@ -34,7 +39,12 @@ import numpy as np
 from scipy import sparse
 from scipy.special import xlogy
 
+from rankscale.unseen_ranks import chao2_confidence
+
 CORRECTED = ("ee", "self_alignment", "confidence")  # the statistics this module corrects (`rankscale.conjecture`)
+# those whose estimator is no smooth function of the documents' sums (Chao2's confidence, and CE less it): their
+# interval is `rankscale.bca.unsmooth_interval`, not the jackknife-bias rule
+UNSMOOTH = ("self_alignment", "confidence")
 
 
 def unit_histograms(rank_by_row: sparse.spmatrix, logprob_by_row: sparse.spmatrix, units: np.ndarray,
@@ -60,8 +70,9 @@ def _plug_in(counts: np.ndarray, sums: np.ndarray) -> tuple[np.ndarray, ...]:
 
 def corrected_blocks(hist: sparse.csc_matrix, logprob: sparse.csc_matrix, weight_blocks: Iterable[np.ndarray],
                      ) -> dict[str, np.ndarray]:  # fmt: skip
-    """The jackknife-corrected ee, self_alignment and confidence, their plug-ins (`*_plug_in`) and the jackknife of
-    Miller-Madow's entropy (`ee_miller_madow`, a candidate benchmarks/histogram_bias.py measures beside it) of each
+    """The corrected ee (jackknife), confidence (`chao2_confidence`) and self_alignment (CE less both), their
+    plug-ins (`*_plug_in`), and the jackknives of Miller-Madow's entropy and of the plug-in confidence
+    (`ee_miller_madow`, `confidence_jackknife`: candidates benchmarks/histogram_bias.py measures beside them) of each
     row of each block of unit draw counts [b, P] over the units of `unit_histograms` (a row of ones: the sample)."""
     coo = sparse.coo_matrix(hist)
     rank, unit, h = coo.row, coo.col, coo.data.astype(np.float64)
@@ -94,9 +105,11 @@ def corrected_blocks(hist: sparse.csc_matrix, logprob: sparse.csc_matrix, weight
         drawn = w.T > 0  # [P, b]
         m = w.sum(axis=1)
         got = {}
-        for name, full, out in (("ee", ee, ee_out), ("ee_miller_madow", mm, mm_out), ("confidence", conf, conf_out)):
+        for name, full, out in (("ee", ee, ee_out), ("ee_miller_madow", mm, mm_out),
+                                ("confidence_jackknife", conf, conf_out)):  # fmt: skip
             mean_out = np.where(drawn, w.T * np.where(drawn, out, 0.0), 0.0).sum(axis=0) / m
             got[name] = m * full - (m - 1.0) * mean_out
+        got["confidence"] = chao2_confidence(hist, logprob, w)
         got.update(ee_plug_in=ee, confidence_plug_in=conf)
         got["self_alignment"] = ce - got["ee"] - got["confidence"]
         got["self_alignment_plug_in"] = ce - ee - conf
@@ -117,7 +130,7 @@ def recentred(point: dict[str, np.ndarray], reps: dict[str, np.ndarray]) -> dict
 def corrected_left_out(rank_by_row: sparse.spmatrix, logprob_by_row: sparse.spmatrix, units: np.ndarray,
                        size: int, block: int = 64) -> dict[str, np.ndarray]:  # fmt: skip
     """The corrected ee, self_alignment and confidence with one resampling unit left out, T_J(-u), each the
-    jackknife over the other units [size] over units 0..size - 1 (NaN for a unit with no scored document), as
+    estimator over the other units [size] over units 0..size - 1 (NaN for a unit with no scored document), as
     `rankscale.summary.compute.leave_one_out` gives the plug-in's: what BCa's acceleration, the jackknife t and the
     rule's bias read for the estimator the tables report."""
     present, hist, logprob = unit_histograms(rank_by_row, logprob_by_row, units)
@@ -134,7 +147,7 @@ def corrected_left_out(rank_by_row: sparse.spmatrix, logprob_by_row: sparse.spma
 
 def corrected_decomposition(rank_by_row: sparse.spmatrix, logprob_by_row: sparse.spmatrix, units: np.ndarray,
                             draw_blocks: Iterable[np.ndarray] = ()) -> tuple[dict[str, float], dict[str, np.ndarray]]:  # fmt: skip
-    """(point, replicates) of the jackknife-corrected ee, self_alignment and confidence: the point over the sample's
+    """(point, replicates) of the corrected ee, self_alignment and confidence: the point over the sample's
     own units, the replicates over each block of draw counts [b, n_units] (`rankscale.bootstrap.Resampling.draws`:
     indexed by unit, so units this model has no document of draw nothing), `recentred`."""
     present, hist, logprob = unit_histograms(rank_by_row, logprob_by_row, units)

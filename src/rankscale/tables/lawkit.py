@@ -25,8 +25,9 @@ from rankscale.tables.selection import size_note
 
 GROUP = ["family", "dataset", "metric", "k"]  # one law per group of the metrics table
 # metrics.csv's `ci_method` of a statistic whose interval reads its bootstrap replicates under the bias rule
-# (`rankscale.bca.stable_choice`): BCa, its jackknife t fallback, BC without a jackknife
-REPLICATE_METHODS = ("bca", "bc", "jackknife_t")
+# (`rankscale.bca.stable_choice`): BCa, its jackknife t fallback, BC without a jackknife; and the replicates' SD
+# with t of an estimator that is no smooth statistic (`rankscale.bca.unsmooth_interval`)
+REPLICATE_METHODS = ("bca", "bc", "jackknife_t", "bootstrap_se_t")
 
 
 def biased_models(group: pd.DataFrame) -> str:

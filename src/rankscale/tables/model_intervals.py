@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 
-from rankscale.bca import JACKKNIFE_T, bca
+from rankscale.bca import BOOTSTRAP_SE_T, JACKKNIFE_T, bca, unsmooth_interval
+from rankscale.decomposition_jackknife import UNSMOOTH
 from rankscale.intervals import (
     BIAS_LIMIT,
     PROBABILITY,
@@ -63,6 +64,8 @@ def bootstrap_interval(summary: Summary, name: str, reps: np.ndarray, value: flo
         jackknife = np.asarray(units[left_out(name)], dtype=np.float64)
         if TOKENS.name in units:
             df = bell_mccaffrey_df(np.asarray(units[TOKENS.name], dtype=np.float64))
+    if name in UNSMOOTH and math.isfinite(limit):
+        return unsmooth_interval(reps, value, jackknife, level, limit, df)
     return bca(reps, value, jackknife, level, limit, df)
 
 
@@ -116,6 +119,8 @@ SUMS_SHORT = ("the bootstrap's bias-corrected percentiles of a debiased distance
               "document sums: its coverage on the run's own documents is not yet measured")  # fmt: skip
 JACKKNIFE_SHORT = ("the jackknife t of a rank-histogram statistic where BCa is unstable: its coverage on the run's own "
                    "documents is not measured")  # fmt: skip
+UNSEEN_SHORT = ("Chao2's confidence (and self-alignment through it) with the replicates' SD and t covered 97.5-100% on "
+                "the run's own documents (conservative), self-alignment 94% at HumanEval n_eff 22")  # fmt: skip
 
 
 def reliability(found: ModelInterval, n_eff: float, n_documents: int, method: str,
@@ -128,6 +133,7 @@ def reliability(found: ModelInterval, n_eff: float, n_documents: int, method: st
         return False, found.note
     if found.low == found.high:  # no spread: the point is its interval, exactly (RBP_|V| = 1)
         return True, found.note
-    short = JACKKNIFE_SHORT if found.method == JACKKNIFE_T else BCA_SHORT if histogram else SUMS_SHORT
+    short = {JACKKNIFE_T: JACKKNIFE_SHORT, BOOTSTRAP_SE_T: UNSEEN_SHORT}.get(found.method,
+                                                                      BCA_SHORT if histogram else SUMS_SHORT)
     why = unreliable_design(n_eff, n_documents) or ("" if method == CR2_T else short)
     return not why, "; ".join(filter(None, [why, found.note]))  # a one-sided bound says so
