@@ -41,6 +41,9 @@ def synthetic_fits() -> pd.DataFrame:
         fit_row("f", "d", 1000, 0.93, (0.91, 0.95)),
         fit_row("f", "d", 20000, 0.5, (0.2, 0.7)),
         fit_row("f", "d", None, 0.99, (0.98, 1.0), metric="ce"),
+        # calibration: the error shrinks with S (alpha wholly above 0), the PIT's distance undecided
+        fit_row("f", "d", None, 0.9, (0.8, 0.95), alpha=0.2, alpha_ci=(0.1, 0.3), metric="calibration_error"),
+        fit_row("f", "d", None, 0.5, (0.1, 0.9), alpha=0.05, alpha_ci=(-0.1, 0.2), metric="pit_distance"),
         fit_row("one", "d", 1, math.nan, (math.nan, math.nan), n_models=1),
     ]
     frame = pd.DataFrame(rows)
@@ -72,6 +75,11 @@ def test_claims_hold_fail_or_stay_undecided_by_their_intervals():
     assert got.loc["alpha_k1_small", "holds"] == YES  # [0.03, 0.07] below 0.1
     assert got.loc["alpha_grows_with_k", "holds"] == YES  # [0.05, 0.15] above 0
     assert got.loc["ce_exponent_close", "holds"] == NO  # [0.01, 0.05] excludes 0
+    # calibration's published answers, by the exponents' intervals: improves [0.1, 0.3] > 0; so not flat; the PIT
+    # distance's [-0.1, 0.2] neither wholly below 0 nor above: inverse scaling undecided
+    assert got.loc["calibration_improves", "holds"] == YES and got.loc["calibration_improves", "value"] == 0.2
+    assert got.loc["calibration_flat", "holds"] == NO
+    assert got.loc["nucleus_inverse", "holds"] == UNDECIDED
     one = table[table["family"] == "one"]
     assert len(one) == len(CLAIMS) and (one["holds"] == UNTESTABLE).all() and (one["note"] == "one size: no law").all()
 

@@ -160,6 +160,28 @@ def _close(fits: pd.DataFrame, facts: Mapping[str, Any]) -> tuple[Value | None, 
     return value, NO, "the interval of the difference excludes 0"
 
 
+def _exponent(metric: str, sign: float, words: str) -> Callable[[pd.DataFrame, Mapping[str, Any]], tuple[Value | None, str, str]]:
+    """A miscalibration's exponent (its law in S, powerlaw_fits.csv) judged by its interval: above 0 (`sign` 1:
+    it shrinks with scale), below 0 (`sign` -1: it grows), or (`sign` 0) containing 0, where flat is not ruled out
+    (an interval that contains 0 is consistent with a flat law; a narrow one says how flat)."""
+
+    def judge(fits: pd.DataFrame, facts: Mapping[str, Any]) -> tuple[Value | None, str, str]:
+        row = _fit(fits, metric, None)
+        if row is None:
+            return None, UNTESTABLE, (f"no law of {words} (rank arrays without the calibration fields: "
+                                      "extraction.refresh_calibration adds them)")  # fmt: skip
+        value = Value(_get(row, "alpha"), _get(row, "alpha_ci_low"), _get(row, "alpha_ci_high"))
+        if sign == 0:
+            if math.isnan(value.low) or math.isnan(value.high):
+                return value, UNDECIDED, "no interval: flatness cannot be judged"
+            inside = value.low <= 0.0 <= value.high
+            return value, YES if inside else NO, f"the exponent's interval {'contains' if inside else 'excludes'} 0"
+        holds, note = verdict(Value(sign * value.value, *sorted((sign * value.low, sign * value.high))), 0.0)
+        return value, holds, note
+
+    return judge
+
+
 CLAIMS = (
     Claim("r2_k1", "R² ≈ 0.99 at k = 1 (judged: above 0.98)", _r2_at(1, 0.98)),
     *(Claim(f"r2_k{k}", f"R² ≥ 0.97 at k = {k}", _r2_at(k, 0.97)) for k in R2_KS),
@@ -181,6 +203,17 @@ CLAIMS = (
         "holds where its interval contains 0)",
         _close,
     ),  # fmt: skip
+    # calibration across scale, where the published answers disagree (docs/science.md): each judged by the exponent
+    # of the miscalibration's law in S (above 0: it shrinks with scale)
+    Claim("calibration_improves", "Kadavath et al. 2022, Zhu et al. 2023: calibration improves with scale (value: "
+          "the exponent of the top-1 calibration error; holds where its interval lies above 0)",
+          _exponent("calibration_error", 1.0, "the top-1 calibration error")),
+    Claim("calibration_flat", "Cao, Valiant & Liang 2025: the miscalibration's scaling exponent is about 0 (value: "
+          "the exponent of the top-1 calibration error; holds where its interval contains 0)",
+          _exponent("calibration_error", 0.0, "the top-1 calibration error")),
+    Claim("nucleus_inverse", "Ravfogel, Goldberg & Goldberger 2023: nucleus calibration scales inversely with size "
+          "(value: the exponent of the PIT's distance from uniform; holds where its interval lies below 0)",
+          _exponent("pit_distance", -1.0, "the PIT's distance from uniform")),
 )
 
 
