@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -25,7 +25,11 @@ SRC = Path(__file__).resolve().parents[1]  # src/, where the package lives
 SCRIPTS = SRC.parent / "workflow" / "scripts"
 
 
+CODE_CACHE = Path(".snakemake") / "rankscale" / "code.json"  # `entry_digests`, in the working directory
 VERSIONS_MODULE = SRC / PACKAGE / "formats.py"  # holds the pinned digests themselves: never part of one
+# the dataset sources (and their list, `rankscale.sources`): the corpus and training formats leave them out, and each
+# source's module is pinned on its own (`FormatVersion.source`), so a new source moves no pin
+SOURCES_APART = "sources/*.py"
 
 
 @dataclass(frozen=True)
@@ -34,11 +38,35 @@ class FormatVersion:
     `code` pins the digest of the code that computes it, so a change to that code is a decision."""
 
     version: int
-    code: str  # code_digest of `scripts` when the version was last reviewed
-    scripts: tuple[str, ...]  # the rule scripts (workflow/scripts/<name>.py) whose code this version covers
+    code: str  # the digest of `files()` when the version was last reviewed
+    scripts: tuple[str, ...] = ()  # the rule scripts (workflow/scripts/<name>.py) whose code this version covers
+    modules: tuple[str, ...] = ()  # package modules it covers (paths under src/rankscale), with what they import
+    # a glob under src/rankscale: modules left out, and what they import not followed (each is pinned on its own)
+    apart: str | None = None
+    beside: tuple[str, ...] = ()  # scripts whose format covers the rest (of the sources: the corpus script's)
+
+    @classmethod
+    def source(cls, name: str, version: int, code: str) -> FormatVersion:
+        """A dataset source's own code: its module src/rankscale/sources/<name>.py and what it imports that the
+        corpus format, which leaves every source out (`SOURCES_APART`), does not cover (the `Source` interface)."""
+        return cls(version, code, modules=(f"sources/{name}.py",), apart="sources/__init__.py", beside=("corpus",))
+
+    def files(self) -> list[Path]:
+        """The files this version covers: the scripts, the modules and every package module they import but
+        `formats.py`, less those `apart` and those the `beside` scripts' format covers."""
+        base = SRC / PACKAGE
+        scripts = [SCRIPTS / f"{name}.py" for name in self.scripts]
+        modules = [f"{PACKAGE}.{Path(m).with_suffix('').as_posix().replace('/', '.')}" for m in self.modules]
+        starts = [*modules, *(m for script in scripts for m in _imports(script, None))]
+        found = {path for path, _, _ in _closure(starts, self.apart).values()}
+        covered = set(FormatVersion(0, "", self.beside, apart=SOURCES_APART).files()) if self.beside else set()
+        return sorted(
+            {*scripts, *(p for p in found if self.apart is None or not p.relative_to(base).match(self.apart))}
+            - covered - {VERSIONS_MODULE}
+        )
 
     def current(self) -> str:
-        return code_digest(*(SCRIPTS / f"{name}.py" for name in self.scripts))
+        return _files_digest({path: normalised_source(path) for path in self.files()})
 
     def params(self, params: dict) -> dict:
         """`params` with this version; version 1 adds nothing (outputs made before versions existed stay valid)."""
@@ -62,7 +90,20 @@ def _parsed(path: Path, stamp: tuple[int, int]) -> tuple[str, tuple[ast.Import |
 
     Imports under `if TYPE_CHECKING:` never run, so they are not code an output is computed with: one such import
     (downloads.py's of the plan's types) once put 87 of 94 modules behind the rank arrays' format."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path, stamp)
+    return ast.dump(tree, include_attributes=False), _run_imports(tree)
+
+
+@cache
+def _tree(path: Path, stamp: tuple[int, int]) -> ast.Module:
+    """A file's syntax tree without docstrings, parsed once per file version (never modified after)."""
+    tree = _strip_docstrings(ast.parse(path.read_text(encoding="utf-8")))
+    assert isinstance(tree, ast.Module)
+    return tree
+
+
+def _run_imports(tree: ast.AST) -> tuple[ast.Import | ast.ImportFrom, ...]:
+    """The import statements of `tree` that run (not those under `if TYPE_CHECKING:`)."""
     type_only = {
         id(inner)
         for node in ast.walk(tree)
@@ -70,10 +111,9 @@ def _parsed(path: Path, stamp: tuple[int, int]) -> tuple[str, tuple[ast.Import |
         for statement in node.body
         for inner in ast.walk(statement)
     }
-    imports = tuple(
+    return tuple(
         node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in type_only
     )
-    return ast.dump(_strip_docstrings(tree), include_attributes=False), imports
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -107,11 +147,22 @@ def _parents(module: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
-def _imports(path: Path, module: str | None) -> set[str]:
+def _imports(path: Path, module: str | None) -> frozenset[str]:
     """Package modules a file imports, lazily or not (`from rankscale.x import y` may import rankscale.x.y)."""
-    found: set[str] = set()
+    return _imports_of(*_version(path), module)
+
+
+@cache
+def _imports_of(path: Path, stamp: tuple[int, int], module: str | None) -> frozenset[str]:
+    """`_imports`, once per file version (planning computes a digest per table and figure)."""
     package = module if path.name == "__init__.py" else (module.rsplit(".", 1)[0] if module else None)
-    for node in _parsed(*_version(path))[1]:
+    return frozenset(_named(_parsed(path, stamp)[1], package))
+
+
+def _named(imports: Iterable[ast.Import | ast.ImportFrom], package: str | None) -> set[str]:
+    """The package modules these import statements (of a module of `package`) import."""
+    found: set[str] = set()
+    for node in imports:
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
@@ -130,8 +181,16 @@ def _imports(path: Path, module: str | None) -> set[str]:
 
 def module_closure(*scripts: Path) -> list[Path]:
     """Every package module the scripts import, directly or through each other, as files (sorted)."""
-    seen: dict[str, Path] = {}
-    todo = [m for script in scripts for m in _imports(script, None)]
+    return sorted(path for path, _, _ in _closure(m for script in scripts for m in _imports(script, None)).values())
+
+
+def _closure(
+    modules: Iterable[str], opaque: str | None = None
+) -> dict[str, tuple[Path, tuple[int, int], frozenset[str]]]:
+    """These package modules and every package module they import, transitively: each one's file, its version
+    stamp and the package modules it imports (not followed for a file the glob `opaque` matches, under src/rankscale)."""
+    seen: dict[str, tuple[Path, tuple[int, int], frozenset[str]]] = {}
+    todo = list(modules)
     while todo:
         module = todo.pop()
         if module in seen:
@@ -139,105 +198,127 @@ def module_closure(*scripts: Path) -> list[Path]:
         path = _module_file(module)
         if path is None:
             continue
-        seen[module] = path
-        todo.extend(_imports(path, module) - set(seen))
-    return sorted(seen.values())
+        path, stamp = _version(path)
+        # formats.py holds the pins and the type they are written with (FormatVersion): a job reads a version from it
+        # and runs none of the digest code it imports, so what it imports is not followed (nor is it hashed)
+        hidden = path == VERSIONS_MODULE or (opaque is not None and path.relative_to(SRC / PACKAGE).match(opaque))
+        imports = frozenset() if hidden else _imports_of(path, stamp, module)
+        seen[module] = (path, stamp, imports)
+        todo.extend(imports - set(seen))
+    return seen
+
+
+def _files_digest(texts: Mapping[Path, str]) -> str:
+    """sha256 (16 hex digits) of each file's name and normalised source, in name order."""
+    digest = hashlib.sha256()
+    for path in sorted(set(texts) - {VERSIONS_MODULE}):
+        digest.update(f"{_display(path)}\n{texts[path]}\n".encode())
+    return digest.hexdigest()[:16]
 
 
 def code_digest(*scripts: Path) -> str:
     """A digest of the scripts and every package module they import, blind to formatting, comments and docstrings."""
     files: Iterable[Path] = [*scripts, *module_closure(*scripts)]
+    return _files_digest({path: normalised_source(path) for path in files})
+
+
+def entry_digest(script: Path, target: str) -> str:
+    """The code one table's or figure's job runs: its `script`, the module of its entry's implementation `target`
+    ("module:function", which the job imports by name) and every package module these import, transitively.
+
+    A topic module holds several entries' functions and the helpers they share: this entry's view of the module is
+    what runs when it is imported (its imports, constants, classes, decorated functions) and the functions the entry's
+    function and that code use by name, transitively; every other function is left out, unless another module of the
+    closure imports the module. So editing one figure's function reruns that figure alone, editing a helper reruns
+    the figures that call it, and editing what the module runs on import reruns all of its figures. Found statically
+    (ast), without importing the module (planning imports no matplotlib); a function reached only through `getattr` or
+    `globals()` would be missed (no topic module does that)."""
+    module, _, function = target.partition(":")
+    path = _module_file(module)
+    if path is None:
+        raise ValueError(f"no module for {target!r} under {SRC / PACKAGE}")
+    statements = _statements(*_version(path))
+    if function not in {name for name, *_ in statements}:
+        raise ValueError(f"{target!r}: {path} defines no top-level function {function!r}")
+    kept = {i for i, (name, *_) in enumerate(statements) if name is None or name == function}
+    while reached := {i for i, (name, *_) in enumerate(statements) if i not in kept and name in _used(statements, kept)}:
+        kept |= reached
+    view = [statement for i, statement in enumerate(statements) if i in kept]
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    imported = _named([node for *_, imports in view for node in imports], package)
+    closure = _closure([*_imports(script, None), *_parents(package), *imported])
+    closure.pop(module, None)
+    whole = any(module in imports for _, _, imports in closure.values())  # another module imports it all
+    files = {_version(script), *((file, stamp) for file, stamp, _ in closure.values())}
     digest = hashlib.sha256()
-    for path in sorted(set(files) - {VERSIONS_MODULE}):
-        name = path.relative_to(SRC) if path.is_relative_to(SRC) else f"scripts/{path.name}"
-        digest.update(f"{name}\n{normalised_source(path)}\n".encode())
+    for file, stamp in sorted(f for f in files if f[0] != VERSIONS_MODULE):
+        digest.update(f"{_display(file)}\n{_source_digest(file, stamp)}\n".encode())
+    text = "\n".join(dump for _, dump, *_ in (statements if whole else view))
+    digest.update(f"{_display(path)}:{function}\n{hashlib.sha256(text.encode()).hexdigest()}\n".encode())
     return digest.hexdigest()[:16]
 
 
-WEIGHT_PATTERNS = (
-    "config.json",
-    "*.safetensors",
-    "*.safetensors.index.json",
-    "*.bin",
-    "*.bin.index.json",
-    "*.pt",
-    "*.pth",
-)
-WEIGHTS_CACHE = Path(".snakemake") / "rankscale" / "weights.json"  # in the working directory, beside Snakemake's own
+def entry_digests(script: Path, targets: Mapping[str, str], cache: Path | None = None) -> dict[str, str]:
+    """`entry_digest` of every entry of a registry (name -> "module:function"), each run by a job of `script`.
 
-
-def weight_files(directory: Path) -> list[Path]:
-    """The files a local model's weights and architecture are read from (not its tokenizer: the token files cover it)."""
-    return sorted({p for pattern in WEIGHT_PATTERNS for p in directory.glob(pattern) if p.is_file()})
-
-
-def weights_digest(directory: str | Path, cache: Path = WEIGHTS_CACHE) -> str | None:
-    """A content digest of a local model's weight and config files, or None if it has none (yet).
-
-    Hashing gigabytes at every plan would be slow, so the digest is cached under a cheap stamp of
-    the files (names, sizes, modification times): an unchanged model is hashed once, a model whose
-    weights are replaced in place (any stamp changes) is hashed again, and so rescored.
-    """
-    files = weight_files(Path(directory))
-    return _cached_digest(Path(directory), files, named=True, cache=cache) if files else None
-
-
-# the files a tokenizer loads from (transformers' fast and slow tokenizers, sentencepiece, tiktoken); not config.json,
-# so models of several sizes sharing one tokenizer share its key
-TOKENIZER_PATTERNS = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "added_tokens.json",
-    "vocab.json",
-    "vocab.txt",
-    "merges.txt",
-    "*.model",
-    "*.tiktoken",
-)
-
-
-def tokenizer_digest(directory: str | Path, cache: Path = WEIGHTS_CACHE) -> str | None:
-    """A content digest of a local tokenizer's files (cached like `weights_digest`), or None if it has none:
-    what a local tokenizer's key and a rank array's identity follow, wherever the directory lives."""
-    base = Path(directory)
-    files = sorted({p for pattern in TOKENIZER_PATTERNS for p in base.glob(pattern) if p.is_file()}) if base.is_dir() else []
-    return _cached_digest(base, files, named=True, cache=cache) if files else None
-
-
-def file_digest(path: str | Path, cache: Path = WEIGHTS_CACHE) -> str:
-    """A content digest of one file (e.g. a GGUF model), cached like `weights_digest`; its name is not part of it."""
-    return _cached_digest(Path(path), [Path(path)], named=False, cache=cache)
-
-
-def _cached_digest(anchor: Path, files: list[Path], named: bool, cache: Path) -> str:
-    """sha256 (16 hex digits) of the files' contents (with each file's name and size where `named`), cached."""
+    Parsing the package takes a planning run a few tenths of a second, so the digests are cached (`CODE_CACHE`, in the
+    working directory) under a stamp of every package module and the script (names, sizes, modification times): any
+    edit, checkout or new module computes them again."""
     import json
     import os
 
+    cache = CODE_CACHE if cache is None else cache
+    files = sorted([script.resolve(), *(SRC / PACKAGE).rglob("*.py")])
     stamp = hashlib.sha256(
-        repr([str(anchor.resolve()), [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files]]).encode()
+        repr([sorted(targets.items()), [(str(f), *_version(f)[1]) for f in files]]).encode()
     ).hexdigest()
-    if not named:
-        stamp = f"file:{stamp}"
-    known: dict[str, str] = {}
-    if cache.is_file():
-        try:
-            known = json.loads(cache.read_text())
-        except ValueError:
-            known = {}  # a damaged cache is only a cache: rehash
-    if stamp in known:
-        return known[stamp]
-    digest = hashlib.sha256()
-    for path in files:
-        if named:
-            digest.update(f"{path.name}\n{path.stat().st_size}\n".encode())
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 24), b""):
-                digest.update(block)
-    known[stamp] = digest.hexdigest()[:16]
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(known, indent=0, sort_keys=True))
-    os.replace(tmp, cache)
-    return known[stamp]
+    key = str(script.resolve())
+    try:
+        known = json.loads(cache.read_text()) if cache.is_file() else {}
+    except ValueError:
+        known = {}  # a damaged cache is only a cache: compute again
+    if known.get(key, {}).get("stamp") == stamp:
+        return dict(known[key]["digests"])
+    digests = {name: entry_digest(script, target) for name, target in targets.items()}
+    known[key] = {"stamp": stamp, "digests": digests}
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(known, indent=0, sort_keys=True))
+        os.replace(tmp, cache)
+    except OSError:
+        pass  # a read-only working directory plans all the same, parsing each time
+    return digests
+
+
+def _display(path: Path) -> str:
+    return str(path.relative_to(SRC)) if path.is_relative_to(SRC) else f"scripts/{path.name}"
+
+
+def _used(statements: tuple[tuple[str | None, str, frozenset[str], tuple], ...], kept: set[int]) -> set[str]:
+    return {name for i, (_, _, used, _) in enumerate(statements) if i in kept for name in used}
+
+
+@cache
+def _source_digest(path: Path, stamp: tuple[int, int]) -> str:
+    return hashlib.sha256(_parsed(path, stamp)[0].encode()).hexdigest()
+
+
+@cache
+def _statements(
+    path: Path, stamp: tuple[int, int]
+) -> tuple[tuple[str | None, str, frozenset[str], tuple[ast.Import | ast.ImportFrom, ...]], ...]:
+    """Each top-level statement of a module: the function it defines (None for any other statement, and for a
+    decorated function: its decorator runs on import), its normalised source, the names it uses and the import
+    statements in it that run."""
+    running = {id(node) for node in _parsed(path, stamp)[1]}
+    out = []
+    for node in _tree(path, stamp).body:
+        inner = list(ast.walk(node))
+        out.append((
+            node.name if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.decorator_list else None,
+            ast.dump(node, include_attributes=False),
+            frozenset(n.id for n in inner if isinstance(n, ast.Name)),
+            tuple(n for n in inner if id(n) in running),
+        ))  # fmt: skip
+    return tuple(out)
