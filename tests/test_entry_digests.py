@@ -113,3 +113,16 @@ def test_docstrings_and_comments_move_nothing(copied, work: Path) -> None:
     edit(laws, "def fig_r2_alpha(data: FigureData, settings: FigureSettings, png: Path) -> None:\n",
          "# a comment\ndef fig_r2_alpha(data: FigureData, settings: FigureSettings, png: Path) -> None:\n")  # fmt: skip
     assert moved(copied[1], digests(work)) == set()
+
+
+def test_a_module_is_normalised_as_ast_dump_says() -> None:
+    """The code digests join each statement's dump (one dump per statement serves every digest): the text must be
+    `ast.dump`'s of the whole module, so the pinned format digests mean what they did."""
+    import ast
+
+    from rankscale.fingerprint import SRC, _strip_docstrings, normalised_source
+
+    files = sorted((SRC / "rankscale").rglob("*.py"))
+    for path in files:
+        tree = _strip_docstrings(ast.parse(path.read_text(encoding="utf-8")))
+        assert normalised_source(path) == ast.dump(tree, include_attributes=False), path

@@ -55,7 +55,11 @@ def tokenizer_digest(directory: str | Path, cache: Path = WEIGHTS_CACHE) -> str 
     """A content digest of a local tokenizer's files (cached like `weights_digest`), or None if it has none:
     what a local tokenizer's key and a rank array's identity follow, wherever the directory lives."""
     base = Path(directory)
-    files = sorted({p for pattern in TOKENIZER_PATTERNS for p in base.glob(pattern) if p.is_file()}) if base.is_dir() else []
+    files = (
+        sorted({p for pattern in TOKENIZER_PATTERNS for p in base.glob(pattern) if p.is_file()})
+        if base.is_dir()
+        else []
+    )
     return _cached_digest(base, files, named=True, cache=cache) if files else None
 
 

@@ -62,7 +62,8 @@ class FormatVersion:
         covered = set(FormatVersion(0, "", self.beside, apart=SOURCES_APART).files()) if self.beside else set()
         return sorted(
             {*scripts, *(p for p in found if self.apart is None or not p.relative_to(base).match(self.apart))}
-            - covered - {VERSIONS_MODULE}
+            - covered
+            - {VERSIONS_MODULE}
         )
 
     def current(self) -> str:
@@ -83,37 +84,68 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
-@cache
-def _parsed(path: Path, stamp: tuple[int, int]) -> tuple[str, tuple[ast.Import | ast.ImportFrom, ...]]:
+# an import statement that runs: (the module of a `from` import, None for `import`; its level; the names it imports)
+Imported = tuple[str | None, int, tuple[str, ...]]
+
+
+def _parsed(path: Path, stamp: tuple[int, int]) -> tuple[str, tuple[Imported, ...]]:
     """A Python file's syntax tree without docstrings, comments or positions, and the import statements it runs: one
-    parse per file version (every digest of a planning run shares it; planning computes four).
+    parse per file version (every digest of a planning run shares it).
 
     Imports under `if TYPE_CHECKING:` never run, so they are not code an output is computed with: one such import
     (downloads.py's of the plan's types) once put 87 of 94 modules behind the rank arrays' format."""
-    tree = _tree(path, stamp)
-    return ast.dump(tree, include_attributes=False), _run_imports(tree)
+    return _MODULE[0] + ", ".join(_dumps(path, stamp)) + _MODULE[1], _imports_in(path, stamp)
+
+
+# `ast.dump` of a module, around its statements' dumps joined by ", " (each statement is dumped once, for the code
+# digests and the entries' alike; tests/test_entry_digests.py checks it is `ast.dump`'s own text)
+_MODULE = tuple(ast.dump(ast.Module(body=[ast.Pass()], type_ignores=[])).split(ast.dump(ast.Pass())))
+
+
+def _imports_in(path: Path, stamp: tuple[int, int]) -> tuple[Imported, ...]:
+    return tuple(node for *_, imports in _statements(path, stamp) for node in imports)
+
+
+def _dumps(path: Path, stamp: tuple[int, int]) -> tuple[str, ...]:
+    return tuple(dump for _, dump, *_ in _statements(path, stamp))
 
 
 @cache
-def _tree(path: Path, stamp: tuple[int, int]) -> ast.Module:
-    """A file's syntax tree without docstrings, parsed once per file version (never modified after)."""
+def _statements(
+    path: Path, stamp: tuple[int, int]
+) -> tuple[tuple[str | None, str, frozenset[str], tuple[Imported, ...]], ...]:
+    """Each top-level statement of a file, from one parse and one walk per file version: the function it defines
+    (None for any other statement, and for a decorated function: its decorator runs on import), its normalised
+    source (`ast.dump` without docstrings or positions), the names it uses and the imports in it that run. The syntax
+    tree itself is not kept: a planning run holding every module's tree spent its time in the garbage collector."""
     tree = _strip_docstrings(ast.parse(path.read_text(encoding="utf-8")))
     assert isinstance(tree, ast.Module)
-    return tree
-
-
-def _run_imports(tree: ast.AST) -> tuple[ast.Import | ast.ImportFrom, ...]:
-    """The import statements of `tree` that run (not those under `if TYPE_CHECKING:`)."""
-    type_only = {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and _is_type_checking(node.test)
-        for statement in node.body
-        for inner in ast.walk(statement)
-    }
-    return tuple(
-        node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in type_only
-    )
+    out = []
+    for statement in tree.body:
+        names: set[str] = set()
+        imports: list[ast.Import | ast.ImportFrom] = []
+        type_only: set[int] = set()
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                imports.append(node)
+            elif isinstance(node, ast.If) and _is_type_checking(node.test):
+                type_only.update(id(inner) for branch in node.body for inner in ast.walk(branch))
+        running = tuple(
+            (node.module if isinstance(node, ast.ImportFrom) else None, getattr(node, "level", 0) or 0,
+             tuple(alias.name for alias in node.names))
+            for node in imports
+            if id(node) not in type_only
+        )  # fmt: skip
+        function = isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef) and not statement.decorator_list
+        out.append((
+            statement.name if function else None,  # type: ignore[union-attr]
+            ast.dump(statement, include_attributes=False),
+            frozenset(names),
+            running,
+        ))  # fmt: skip
+    return tuple(out)
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -156,23 +188,21 @@ def _imports(path: Path, module: str | None) -> frozenset[str]:
 def _imports_of(path: Path, stamp: tuple[int, int], module: str | None) -> frozenset[str]:
     """`_imports`, once per file version (planning computes a digest per table and figure)."""
     package = module if path.name == "__init__.py" else (module.rsplit(".", 1)[0] if module else None)
-    return frozenset(_named(_parsed(path, stamp)[1], package))
+    return frozenset(_named(_imports_in(path, stamp), package))
 
 
-def _named(imports: Iterable[ast.Import | ast.ImportFrom], package: str | None) -> set[str]:
+def _named(imports: Iterable[Imported], package: str | None) -> set[str]:
     """The package modules these import statements (of a module of `package`) import."""
     found: set[str] = set()
-    for node in imports:
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level and package:
+    for module, level, aliases in imports:
+        names: list[str] = list(aliases)
+        if module is not None or level:
+            base = module or ""
+            if level and package:
                 anchor = package.split(".")
-                anchor = anchor[: len(anchor) - node.level + 1]
+                anchor = anchor[: len(anchor) - level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            names = [base] + [f"{base}.{alias}" for alias in aliases]
         for name in names:
             if name == PACKAGE or name.startswith(f"{PACKAGE}."):
                 found.update(m for m in _parents(name) if _module_file(m))
@@ -185,7 +215,9 @@ def module_closure(*scripts: Path) -> list[Path]:
 
 
 def _closure(
-    modules: Iterable[str], opaque: str | None = None
+    modules: Iterable[str],
+    opaque: str | None = None,
+    known: dict[str, tuple[Path, tuple[int, int], frozenset[str]] | None] | None = None,
 ) -> dict[str, tuple[Path, tuple[int, int], frozenset[str]]]:
     """These package modules and every package module they import, transitively: each one's file, its version
     stamp and the package modules it imports (not followed for a file the glob `opaque` matches, under src/rankscale)."""
@@ -195,8 +227,15 @@ def _closure(
         module = todo.pop()
         if module in seen:
             continue
+        if known is not None and module in known:  # found already by this planning run's other entries
+            if (entry := known[module]) is not None:
+                seen[module] = entry
+                todo.extend(entry[2] - set(seen))
+            continue
         path = _module_file(module)
         if path is None:
+            if known is not None:
+                known[module] = None
             continue
         path, stamp = _version(path)
         # formats.py holds the pins and the type they are written with (FormatVersion): a job reads a version from it
@@ -204,6 +243,8 @@ def _closure(
         hidden = path == VERSIONS_MODULE or (opaque is not None and path.relative_to(SRC / PACKAGE).match(opaque))
         imports = frozenset() if hidden else _imports_of(path, stamp, module)
         seen[module] = (path, stamp, imports)
+        if known is not None:
+            known[module] = seen[module]
         todo.extend(imports - set(seen))
     return seen
 
@@ -222,7 +263,9 @@ def code_digest(*scripts: Path) -> str:
     return _files_digest({path: normalised_source(path) for path in files})
 
 
-def entry_digest(script: Path, target: str) -> str:
+def entry_digest(
+    script: Path, target: str, known: dict[str, tuple[Path, tuple[int, int], frozenset[str]] | None] | None = None
+) -> str:
     """The code one table's or figure's job runs: its `script`, the module of its entry's implementation `target`
     ("module:function", which the job imports by name) and every package module these import, transitively.
 
@@ -241,12 +284,14 @@ def entry_digest(script: Path, target: str) -> str:
     if function not in {name for name, *_ in statements}:
         raise ValueError(f"{target!r}: {path} defines no top-level function {function!r}")
     kept = {i for i, (name, *_) in enumerate(statements) if name is None or name == function}
-    while reached := {i for i, (name, *_) in enumerate(statements) if i not in kept and name in _used(statements, kept)}:
+    while reached := {
+        i for i, (name, *_) in enumerate(statements) if i not in kept and name in _used(statements, kept)
+    }:
         kept |= reached
     view = [statement for i, statement in enumerate(statements) if i in kept]
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     imported = _named([node for *_, imports in view for node in imports], package)
-    closure = _closure([*_imports(script, None), *_parents(package), *imported])
+    closure = _closure([*_imports(script, None), *_parents(package), *imported], known=known)
     closure.pop(module, None)
     whole = any(module in imports for _, _, imports in closure.values())  # another module imports it all
     files = {_version(script), *((file, stamp) for file, stamp, _ in closure.values())}
@@ -279,7 +324,8 @@ def entry_digests(script: Path, targets: Mapping[str, str], cache: Path | None =
         known = {}  # a damaged cache is only a cache: compute again
     if known.get(key, {}).get("stamp") == stamp:
         return dict(known[key]["digests"])
-    digests = {name: entry_digest(script, target) for name, target in targets.items()}
+    found: dict[str, tuple[Path, tuple[int, int], frozenset[str]] | None] = {}  # modules found, shared by the entries
+    digests = {name: entry_digest(script, target, found) for name, target in targets.items()}
     known[key] = {"stamp": stamp, "digests": digests}
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
@@ -301,24 +347,5 @@ def _used(statements: tuple[tuple[str | None, str, frozenset[str], tuple], ...],
 
 @cache
 def _source_digest(path: Path, stamp: tuple[int, int]) -> str:
-    return hashlib.sha256(_parsed(path, stamp)[0].encode()).hexdigest()
-
-
-@cache
-def _statements(
-    path: Path, stamp: tuple[int, int]
-) -> tuple[tuple[str | None, str, frozenset[str], tuple[ast.Import | ast.ImportFrom, ...]], ...]:
-    """Each top-level statement of a module: the function it defines (None for any other statement, and for a
-    decorated function: its decorator runs on import), its normalised source, the names it uses and the import
-    statements in it that run."""
-    running = {id(node) for node in _parsed(path, stamp)[1]}
-    out = []
-    for node in _tree(path, stamp).body:
-        inner = list(ast.walk(node))
-        out.append((
-            node.name if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.decorator_list else None,
-            ast.dump(node, include_attributes=False),
-            frozenset(n.id for n in inner if isinstance(n, ast.Name)),
-            tuple(n for n in inner if id(n) in running),
-        ))  # fmt: skip
-    return tuple(out)
+    """A file's normalised source, statement by statement (`_dumps`: each file is dumped once)."""
+    return hashlib.sha256("\n".join(_dumps(path, stamp)).encode()).hexdigest()
