@@ -64,12 +64,14 @@ def test_a_change_to_summary_code_reruns_summaries_tables_and_figures(work: Path
     assert edited != source
     compute.write_text(edited)
     assert planned_jobs(work, *SMOKE_ARGS) == summaries_and_outputs(LADDER)
-    # a change to table code reruns the tables and figures only; to plot code, the figures only
+    # a change to one table's code reruns that table and the tables and figures that read it, no summary
     compute.write_text(source)
     assert planned_jobs(work, *SMOKE_ARGS) == Counter()  # back to what computed them: nothing to do
     tables = work / "src/rankscale/tables/metrics.py"
-    tables.write_text(tables.read_text().replace("rows = []", "rows: list = []", 1))
-    assert rules_of(planned_jobs(work, *SMOKE_ARGS)) == rules_of(output_jobs())
+    tables.write_text(tables.read_text().replace("rows = []", "rows: list = []", 1))  # in metrics_table
+    jobs = planned_jobs(work, *SMOKE_ARGS)
+    assert set(rules_of(jobs)) == {"table", "figure", "all"} and job_key("table", table="metrics") in jobs
+    assert set(jobs) < set(output_jobs()) and job_key("table", table="token_churn") not in jobs
 
 
 def test_an_edit_to_one_figure_or_table_reruns_it_alone(work: Path) -> None:
