@@ -293,7 +293,8 @@ def entry_digest(
     imported = _named([node for *_, imports in view for node in imports], package)
     closure = _closure([*_imports(script, None), *_parents(package), *imported], known=known)
     closure.pop(module, None)
-    whole = any(module in imports for _, _, imports in closure.values())  # another module imports it all
+    # the script or another module imports it all
+    whole = module in _imports(script, None) or any(module in imports for _, _, imports in closure.values())
     files = {_version(script), *((file, stamp) for file, stamp, _ in closure.values())}
     digest = hashlib.sha256()
     for file, stamp in sorted(f for f in files if f[0] != VERSIONS_MODULE):
