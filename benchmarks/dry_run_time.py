@@ -1,6 +1,6 @@
 """Time of `snakemake -n` in finished runs' directories, and of what a figure job imports, before and after a change.
 
-Usage: python benchmarks/dry_run_time.py RUN_DIR [RUN_DIR ...] [--repeats 5] [--figure fig3_rbp1]
+Usage: python benchmarks/dry_run_time.py RUN_DIR [RUN_DIR ...] [--repeats 5] [--figure fig3_rbp1] [--cold]
 
 Each RUN_DIR is a checkout whose results are complete (a copy of the default run) with the src/ and workflow/ to be
 measured; the directories take turns, repeat by repeat, so a change in the machine's load falls on all of them. Each
@@ -50,6 +50,8 @@ def main() -> None:
     parser.add_argument("run_dirs", type=Path, nargs="+")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--figure", default="fig3_rbp1")
+    # planning's table and figure digests afresh, as after any edit (rankscale.fingerprint.CODE_CACHE removed)
+    parser.add_argument("--cold", action="store_true")
     args = parser.parse_args()
     snakemake = str(Path(sys.executable).parent / "snakemake")
     figure = FIGURE_IMPORTS.replace("__FIGURE_NAME__", repr(args.figure))
@@ -58,6 +60,8 @@ def main() -> None:
     for _ in range(args.repeats):
         for run_dir in args.run_dirs:
             env = {**os.environ, "PYTHONPATH": str(run_dir / "src")}
+            if args.cold:
+                (run_dir / ".snakemake/rankscale/code.json").unlink(missing_ok=True)
             wall, cpu, _ = timed([snakemake, "-n", "--quiet"], run_dir, env)
             dry[run_dir].append((wall, cpu))
             _, _, out = timed([sys.executable, "-c", figure], run_dir, env)

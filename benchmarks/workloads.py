@@ -239,8 +239,8 @@ def humaneval(max_length: int, workdir: Path, tokenizer: Any | None = None, max_
 
     Without a tokenizer, a byte-level BPE of 4096 tokens is trained on it (the ladder's kind).
     """
+    from rankscale.documents import load_documents
     from rankscale.ladder import train_tokenizer
-    from rankscale.sources import load_documents
 
     docs = load_documents({"source": "packaged", "name": "humaneval"}, "bench")[:max_docs]
     what = "its own tokenizer"

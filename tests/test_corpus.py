@@ -13,7 +13,7 @@ import pytest
 
 from rankscale.config import ConfigError
 from rankscale.corpus import CorpusError, Document, get_field, in_heldout, read_jsonl, write_jsonl
-from rankscale.sources import load_documents
+from rankscale.documents import load_documents
 from rankscale.sources.packaged import humaneval_documents, pydoc_documents, stdlib_documents
 
 # --- packaged corpora ----------------------------------------------------------------------
@@ -255,7 +255,7 @@ def test_gzip_is_recognised_by_its_bytes(tmp_path: Path) -> None:
 
 
 def test_invalid_records_are_refused_or_skipped_and_counted(tmp_path: Path) -> None:
-    from rankscale.sources import load_corpus
+    from rankscale.documents import load_corpus
 
     path = tmp_path / "mixed.jsonl"
     path.write_text('{"text": "a"}\n{"text": null}\n[1, 2]\n{"text": {"x": 1}}\n{"body": "b"}\n{"text": "c"}\n')
@@ -267,7 +267,7 @@ def test_invalid_records_are_refused_or_skipped_and_counted(tmp_path: Path) -> N
 
 
 def test_hub_records_follow_the_same_text_rule(hub_repo: Path) -> None:
-    from rankscale.sources import load_corpus
+    from rankscale.documents import load_corpus
 
     records = [dict(r) for r in HOTPOT_LIKE]
     records[2]["question"] = None

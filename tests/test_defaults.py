@@ -32,7 +32,7 @@ NOT_SETTINGS = {
         for key in ("rbp_k", "large_k", "emergence_extrapolate", "snr_threshold", "datasets", "models", "law_form",
                     "level", "refits", "seed")  # fmt: skip
     },
-    ("src/rankscale/sources/__init__.py", "revision"): (
+    ("src/rankscale/documents.py", "revision"): (
         "the commit `resolve_revision` returned; None where there is none, and the source reads the entry's "
         "configured `revision` as written (workflow/scripts/ladder_corpus.py passes none)"
     ),

@@ -75,19 +75,12 @@ def test_a_figure_job_imports_its_own_topic_module_alone() -> None:
     assert topics == {"rankscale.plots.laws"}
 
 
-def test_the_figure_and_table_digests_cover_the_code_their_jobs_resolve() -> None:
-    """A job imports its entry's module by name, which its script's imports do not show: the step's code digest
-    (CODE in workflow/rules/common.smk) adds every registered implementation module, so editing one reruns them."""
-    from rankscale.fingerprint import SRC, module_closure
-    from rankscale.plots import FIGURES
-    from rankscale.registry import implementations
-    from rankscale.tables import TABLES
+def test_an_entry_naming_a_missing_function_is_refused_at_planning() -> None:
+    """A table's or figure's digest (tests/test_entry_digests.py) reads its implementation's module: a declaration
+    naming a function the module lacks fails planning, not the job."""
+    import pytest
 
-    plots = implementations(f.plot for f in FIGURES.values())
-    tables = implementations(t.build for t in TABLES.values())
-    topics = ("calibration", "emergence", "extrapolation", "laws", "lognormal", "seeds", "strata", "tokens", "training")
-    assert plots == sorted(SRC / "rankscale/plots" / f"{topic}.py" for topic in topics)
-    assert SRC / "rankscale/tables/laws.py" in tables and SRC / "rankscale/tables/tokens.py" in tables
-    script = REPO / "workflow/scripts/figure.py"
-    assert SRC / "rankscale/plots/laws.py" not in module_closure(script)  # why the digest must add them
-    assert SRC / "rankscale/plots/law_lines.py" in module_closure(script, *plots)  # and what they import
+    from rankscale.fingerprint import entry_digest
+
+    with pytest.raises(ValueError, match="defines no top-level function 'fig_nothing'"):
+        entry_digest(REPO / "workflow/scripts/figure.py", "rankscale.plots.laws:fig_nothing")

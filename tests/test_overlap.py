@@ -8,8 +8,8 @@ import yaml
 
 from rankscale.config import validate
 from rankscale.corpus import Document
+from rankscale.documents import load_documents
 from rankscale.overlap import SPAN, disjoint_training_documents, shared_stretches, span_index
-from rankscale.sources import load_documents
 from rankscale.sources.packaged import pydoc_documents, stdlib_documents
 from tests.conftest import REPO
 

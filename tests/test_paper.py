@@ -19,9 +19,9 @@ import yaml
 from transformers import AutoConfig
 
 from rankscale.config import validate
+from rankscale.documents import load_documents, provenance, resolve_revision
 from rankscale.params import non_embedding_from_config
 from rankscale.plan import build_plan
-from rankscale.sources import load_documents, provenance, resolve_revision
 from rankscale.sources.packaged import humaneval_documents
 from rankscale.tables import TABLES
 from tests import hub_fixtures

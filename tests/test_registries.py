@@ -435,3 +435,79 @@ def test_a_registry_refuses_a_duplicate_name_and_lists_what_it_has() -> None:
     with pytest.raises(KeyError, match="no figure 'z'; registered: x, y"):
         registry["z"]
     assert len(TABLES) == len({t.name for module in MODULES for t in module.TABLES})
+
+
+# --- what each recipe moves: format pins and code digests -------------------------------------------------------
+
+PINS_SCRIPT = """
+import json, sys
+from pathlib import Path
+from rankscale import formats
+from rankscale.fingerprint import SCRIPTS, code_digest, entry_digests
+from rankscale.plots import FIGURES
+from rankscale.tables import TABLES
+
+pins = {name: fmt for name, fmt in vars(formats).items() if isinstance(fmt, formats.FormatVersion)}
+pins |= {f"source:{key}": fmt for key, fmt in formats.SOURCE_FORMATS.items()}
+print(json.dumps({
+    "pins": {name: [fmt.code, fmt.current()] for name, fmt in pins.items()},
+    "steps": {step: code_digest(SCRIPTS / f"{step}.py") for step in ("summarize", "token_kinds", "trajectories")},
+    "tables": entry_digests(SCRIPTS / "table.py", {name: t.build for name, t in TABLES.items()}),
+    "figures": entry_digests(SCRIPTS / "figure.py", {name: f.plot for name, f in FIGURES.items()}),
+}))
+"""
+
+
+def pins_of(work: Path) -> dict[str, Any]:
+    """The format pins (pinned, current) and the code digests planning gives each step, table and figure, as the
+    package of `work` computes them."""
+    result = subprocess.run([sys.executable, "-c", PINS_SCRIPT], cwd=work, capture_output=True, text=True,
+                            env={"PYTHONPATH": str(work / "src"), "PATH": "/usr/bin:/bin"}, timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-5000:]
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def unchanged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return pins_of(copy_workflow(tmp_path_factory.mktemp("pins") / "wf"))
+
+
+ALL = "every one"
+# per recipe: the digests of steps, tables and figures that move; no format pin moves. A metric, a form or a stratum
+# kind is code every table and figure imports (through rankscale.metrics, rankscale.laws, rankscale.summary); a new
+# figure's function or a new table's builder is no other entry's code: its topic module's figures and tables keep
+# their digests, but for the table whose builder's module gains module-level code (the recipe's import and columns)
+MOVES = {
+    "metric": {"steps": {"summarize"}, "tables": ALL, "figures": ALL},
+    "form": {"steps": set(), "tables": ALL, "figures": ALL},
+    "source": {"steps": set(), "tables": set(), "figures": set()},
+    "figure": {"steps": set(), "tables": set(), "figures": set()},
+    "stratum": {"steps": {"summarize", "trajectories"}, "tables": ALL, "figures": ALL},
+    "table": {"steps": set(), "tables": {"metrics"}, "figures": set()},
+}
+
+
+@pytest.mark.parametrize("recipe", sorted(MOVES))
+def test_a_recipe_moves_no_format_pin_and_reruns_what_it_concerns(recipe: str, unchanged, tmp_path: Path) -> None:
+    """Each recipe applied alone to a copy of the workflow: every format pin still holds (tests/test_formats.py
+    passes: a new source brings its own pin and moves no corpus or training pin), and the code digests that move
+    are those of what runs the new code: an existing figure's or table's digest moves only where its own code did."""
+    work = copy_workflow(tmp_path / "wf")
+    for name, path, how, code in recipes():
+        if name == recipe:
+            apply(work, path, how, code)
+    after = pins_of(work)
+    assert {name: code for name, (code, _) in after["pins"].items() if name in unchanged["pins"]} == {
+        name: code for name, (code, _) in unchanged["pins"].items()
+    }  # the recipe edits no pin
+    stale = {name: current for name, (code, current) in after["pins"].items() if code != current}
+    assert not stale, f"{recipe}: the recipe moves format pins {stale}"
+    added = set(after["pins"]) - set(unchanged["pins"])
+    assert added == ({"source:sources/toy.py"} if recipe == "source" else set())
+    for kind, expected in MOVES[recipe].items():
+        moved = {name for name, code in unchanged[kind].items() if after[kind][name] != code}
+        assert moved == (set(unchanged[kind]) if expected == ALL else expected), (recipe, kind, moved)
+    new = {"figure": ("figures", "fig_mrr"), "table": ("tables", "rbp_gain")}
+    if recipe in new:
+        kind, name = new[recipe]
+        assert set(after[kind]) - set(unchanged[kind]) == {name}

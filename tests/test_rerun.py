@@ -64,12 +64,39 @@ def test_a_change_to_summary_code_reruns_summaries_tables_and_figures(work: Path
     assert edited != source
     compute.write_text(edited)
     assert planned_jobs(work, *SMOKE_ARGS) == summaries_and_outputs(LADDER)
-    # a change to table code reruns the tables and figures only; to plot code, the figures only
+    # a change to one table's code reruns that table and the tables and figures that read it, no summary
     compute.write_text(source)
     assert planned_jobs(work, *SMOKE_ARGS) == Counter()  # back to what computed them: nothing to do
     tables = work / "src/rankscale/tables/metrics.py"
-    tables.write_text(tables.read_text().replace("rows = []", "rows: list = []", 1))
-    assert rules_of(planned_jobs(work, *SMOKE_ARGS)) == rules_of(output_jobs())
+    tables.write_text(tables.read_text().replace("rows = []", "rows: list = []", 1))  # in metrics_table
+    jobs = planned_jobs(work, *SMOKE_ARGS)
+    assert set(rules_of(jobs)) == {"table", "figure", "all"} and job_key("table", table="metrics") in jobs
+    assert set(jobs) < set(output_jobs()) and job_key("table", table="token_churn") not in jobs
+
+
+def test_an_edit_to_one_figure_or_table_reruns_it_alone(work: Path) -> None:
+    """Each figure and table carries its own code's digest (rankscale.fingerprint.entry_digest): an edit to one
+    figure's function reruns that figure alone, one to a helper the figures of a topic share reruns those that call
+    it, one to a table's builder reruns that table and what reads it (tests/test_entry_digests.py: every case)."""
+    laws = work / "src/rankscale/plots/laws.py"
+    source = laws.read_text()
+    signature = "def fig_r2_alpha(data: FigureData, settings: FigureSettings, png: Path) -> None:\n"
+    laws.write_text(source.replace(signature, signature + "    assert png\n"))
+    assert planned_jobs(work, *SMOKE_ARGS) == output_jobs([], ["fig6_r2_alpha_vs_k"])
+    helper = "def law_panel(ax: Any, data: FigureData, dataset: str, law: str, k: int | None) -> None:\n"
+    laws.write_text(source.replace(helper, helper + "    assert ax\n"))
+    drawn = set(output_jobs([])) - {"all"}
+    panels = {job_key("figure", figure=f) for f in ("fig3_rbp1", "fig4_rbp_k", "fig5_large_k", "fig14_bits_per_byte")}
+    assert set(planned_jobs(work, *SMOKE_ARGS)) == (panels & drawn) | {"all"}
+    laws.write_text(source)
+    fits = work / "src/rankscale/tables/laws.py"
+    builder = "def build_form_comparison(inputs: TableInputs) -> pd.DataFrame:\n"
+    fits.write_text(fits.read_text().replace(builder, builder + "    assert inputs\n"))
+    # form_comparison and the tables whose modules import tables.laws (claims, strata), and what reads those
+    jobs = planned_jobs(work, *SMOKE_ARGS)
+    assert job_key("table", table="form_comparison") in jobs and job_key("table", table="strata") in jobs
+    assert job_key("table", table="metrics") not in jobs and job_key("table", table="powerlaw_fits") not in jobs
+    assert job_key("figure", figure="fig3_rbp1") not in jobs  # reads metrics and powerlaw_fits alone
 
 
 def test_reformatting_comments_and_touches_rerun_nothing(work: Path) -> None:

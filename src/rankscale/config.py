@@ -15,20 +15,10 @@ from typing import Any
 
 import yaml
 
+from rankscale.errors import ConfigError  # noqa: F401  (where the configuration's users import it from)
+
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 NAME_HINT = " (names become file and directory names: letters, digits, '.', '_' and '-', not starting with '.')"
-
-
-class ConfigError(ValueError):
-    """The configuration is unusable; each line of the message names the key and the value, and the fix.
-
-    `origin` is the file (with its line, `path:line`) where it is known; otherwise the workflow names the
-    configuration file that sets the key (rankscale.plan.errors).
-    """
-
-    def __init__(self, message: str, origin: str | None = None) -> None:
-        super().__init__(message)
-        self.origin = origin
 
 
 @cache

@@ -19,12 +19,12 @@ import torch
 import transformers
 
 from rankscale import __version__
+from rankscale.content_digest import weights_digest
 from rankscale.downloads import check_cached
 from rankscale.extract import ExtractionSettings, extract_ranks
-from rankscale.fingerprint import weights_digest
 from rankscale.gguf import converted_info
 from rankscale.gpu_slots import claim, cuda_device_ids
-from rankscale.identity import RankIdentity, Upstream
+from rankscale.identity import TOKENIZER_COMMIT, RankIdentity, Upstream
 from rankscale.models import (
     ModelSource,
     check_device,
@@ -37,7 +37,6 @@ from rankscale.models import (
 )
 from rankscale.params import count_parameters
 from rankscale.rankfile import RankArrays
-from rankscale.token_kinds import TOKENIZER_COMMIT
 from rankscale.tokenizer_pin import check_token_file, extraction_commit
 from rankscale.tokens import load_tokens, tokenizer_fingerprint
 from rankscale.windows import plan_windows

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -25,7 +25,11 @@ SRC = Path(__file__).resolve().parents[1]  # src/, where the package lives
 SCRIPTS = SRC.parent / "workflow" / "scripts"
 
 
+CODE_CACHE = Path(".snakemake") / "rankscale" / "code.json"  # `entry_digests`, in the working directory
 VERSIONS_MODULE = SRC / PACKAGE / "formats.py"  # holds the pinned digests themselves: never part of one
+# the dataset sources (and their list, `rankscale.sources`): the corpus and training formats leave them out, and each
+# source's module is pinned on its own (`FormatVersion.source`), so a new source moves no pin
+SOURCES_APART = "sources/*.py"
 
 
 @dataclass(frozen=True)
@@ -34,11 +38,36 @@ class FormatVersion:
     `code` pins the digest of the code that computes it, so a change to that code is a decision."""
 
     version: int
-    code: str  # code_digest of `scripts` when the version was last reviewed
-    scripts: tuple[str, ...]  # the rule scripts (workflow/scripts/<name>.py) whose code this version covers
+    code: str  # the digest of `files()` when the version was last reviewed
+    scripts: tuple[str, ...] = ()  # the rule scripts (workflow/scripts/<name>.py) whose code this version covers
+    modules: tuple[str, ...] = ()  # package modules it covers (paths under src/rankscale), with what they import
+    # a glob under src/rankscale: modules left out, and what they import not followed (each is pinned on its own)
+    apart: str | None = None
+    beside: tuple[str, ...] = ()  # scripts whose format covers the rest (of the sources: the corpus script's)
+
+    @classmethod
+    def source(cls, name: str, version: int, code: str) -> FormatVersion:
+        """A dataset source's own code: its module src/rankscale/sources/<name>.py and what it imports that the
+        corpus format, which leaves every source out (`SOURCES_APART`), does not cover (the `Source` interface)."""
+        return cls(version, code, modules=(f"sources/{name}.py",), apart="sources/__init__.py", beside=("corpus",))
+
+    def files(self) -> list[Path]:
+        """The files this version covers: the scripts, the modules and every package module they import but
+        `formats.py`, less those `apart` and those the `beside` scripts' format covers."""
+        base = SRC / PACKAGE
+        scripts = [SCRIPTS / f"{name}.py" for name in self.scripts]
+        modules = [f"{PACKAGE}.{Path(m).with_suffix('').as_posix().replace('/', '.')}" for m in self.modules]
+        starts = [*modules, *(m for script in scripts for m in _imports(script, None))]
+        found = {path for path, _, _ in _closure(starts, self.apart).values()}
+        covered = set(FormatVersion(0, "", self.beside, apart=SOURCES_APART).files()) if self.beside else set()
+        return sorted(
+            {*scripts, *(p for p in found if self.apart is None or not p.relative_to(base).match(self.apart))}
+            - covered
+            - {VERSIONS_MODULE}
+        )
 
     def current(self) -> str:
-        return code_digest(*(SCRIPTS / f"{name}.py" for name in self.scripts))
+        return _files_digest({path: normalised_source(path) for path in self.files()})
 
     def params(self, params: dict) -> dict:
         """`params` with this version; version 1 adds nothing (outputs made before versions existed stay valid)."""
@@ -55,25 +84,68 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
-@cache
-def _parsed(path: Path, stamp: tuple[int, int]) -> tuple[str, tuple[ast.Import | ast.ImportFrom, ...]]:
+# an import statement that runs: (the module of a `from` import, None for `import`; its level; the names it imports)
+Imported = tuple[str | None, int, tuple[str, ...]]
+
+
+def _parsed(path: Path, stamp: tuple[int, int]) -> tuple[str, tuple[Imported, ...]]:
     """A Python file's syntax tree without docstrings, comments or positions, and the import statements it runs: one
-    parse per file version (every digest of a planning run shares it; planning computes four).
+    parse per file version (every digest of a planning run shares it).
 
     Imports under `if TYPE_CHECKING:` never run, so they are not code an output is computed with: one such import
     (downloads.py's of the plan's types) once put 87 of 94 modules behind the rank arrays' format."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    type_only = {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and _is_type_checking(node.test)
-        for statement in node.body
-        for inner in ast.walk(statement)
-    }
-    imports = tuple(
-        node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in type_only
-    )
-    return ast.dump(_strip_docstrings(tree), include_attributes=False), imports
+    return _MODULE[0] + ", ".join(_dumps(path, stamp)) + _MODULE[1], _imports_in(path, stamp)
+
+
+# `ast.dump` of a module, around its statements' dumps joined by ", " (each statement is dumped once, for the code
+# digests and the entries' alike; tests/test_entry_digests.py checks it is `ast.dump`'s own text)
+_MODULE = tuple(ast.dump(ast.Module(body=[ast.Pass()], type_ignores=[])).split(ast.dump(ast.Pass())))
+
+
+def _imports_in(path: Path, stamp: tuple[int, int]) -> tuple[Imported, ...]:
+    return tuple(node for *_, imports in _statements(path, stamp) for node in imports)
+
+
+def _dumps(path: Path, stamp: tuple[int, int]) -> tuple[str, ...]:
+    return tuple(dump for _, dump, *_ in _statements(path, stamp))
+
+
+@cache
+def _statements(
+    path: Path, stamp: tuple[int, int]
+) -> tuple[tuple[str | None, str, frozenset[str], tuple[Imported, ...]], ...]:
+    """Each top-level statement of a file, from one parse and one walk per file version: the function it defines
+    (None for any other statement, and for a decorated function: its decorator runs on import), its normalised
+    source (`ast.dump` without docstrings or positions), the names it uses and the imports in it that run. The syntax
+    tree itself is not kept: a planning run holding every module's tree spent its time in the garbage collector."""
+    tree = _strip_docstrings(ast.parse(path.read_text(encoding="utf-8")))
+    assert isinstance(tree, ast.Module)
+    out = []
+    for statement in tree.body:
+        names: set[str] = set()
+        imports: list[ast.Import | ast.ImportFrom] = []
+        type_only: set[int] = set()
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                imports.append(node)
+            elif isinstance(node, ast.If) and _is_type_checking(node.test):
+                type_only.update(id(inner) for branch in node.body for inner in ast.walk(branch))
+        running = tuple(
+            (node.module if isinstance(node, ast.ImportFrom) else None, getattr(node, "level", 0) or 0,
+             tuple(alias.name for alias in node.names))
+            for node in imports
+            if id(node) not in type_only
+        )  # fmt: skip
+        function = isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef) and not statement.decorator_list
+        out.append((
+            statement.name if function else None,  # type: ignore[union-attr]
+            ast.dump(statement, include_attributes=False),
+            frozenset(names),
+            running,
+        ))  # fmt: skip
+    return tuple(out)
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -107,21 +179,30 @@ def _parents(module: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
-def _imports(path: Path, module: str | None) -> set[str]:
+def _imports(path: Path, module: str | None) -> frozenset[str]:
     """Package modules a file imports, lazily or not (`from rankscale.x import y` may import rankscale.x.y)."""
-    found: set[str] = set()
+    return _imports_of(*_version(path), module)
+
+
+@cache
+def _imports_of(path: Path, stamp: tuple[int, int], module: str | None) -> frozenset[str]:
+    """`_imports`, once per file version (planning computes a digest per table and figure)."""
     package = module if path.name == "__init__.py" else (module.rsplit(".", 1)[0] if module else None)
-    for node in _parsed(*_version(path))[1]:
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level and package:
+    return frozenset(_named(_imports_in(path, stamp), package))
+
+
+def _named(imports: Iterable[Imported], package: str | None) -> set[str]:
+    """The package modules these import statements (of a module of `package`) import."""
+    found: set[str] = set()
+    for module, level, aliases in imports:
+        names: list[str] = list(aliases)
+        if module is not None or level:
+            base = module or ""
+            if level and package:
                 anchor = package.split(".")
-                anchor = anchor[: len(anchor) - node.level + 1]
+                anchor = anchor[: len(anchor) - level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            names = [base] + [f"{base}.{alias}" for alias in aliases]
         for name in names:
             if name == PACKAGE or name.startswith(f"{PACKAGE}."):
                 found.update(m for m in _parents(name) if _module_file(m))
@@ -130,114 +211,142 @@ def _imports(path: Path, module: str | None) -> set[str]:
 
 def module_closure(*scripts: Path) -> list[Path]:
     """Every package module the scripts import, directly or through each other, as files (sorted)."""
-    seen: dict[str, Path] = {}
-    todo = [m for script in scripts for m in _imports(script, None)]
+    return sorted(path for path, _, _ in _closure(m for script in scripts for m in _imports(script, None)).values())
+
+
+def _closure(
+    modules: Iterable[str],
+    opaque: str | None = None,
+    known: dict[str, tuple[Path, tuple[int, int], frozenset[str]] | None] | None = None,
+) -> dict[str, tuple[Path, tuple[int, int], frozenset[str]]]:
+    """These package modules and every package module they import, transitively: each one's file, its version
+    stamp and the package modules it imports (not followed for a file the glob `opaque` matches, under src/rankscale)."""
+    seen: dict[str, tuple[Path, tuple[int, int], frozenset[str]]] = {}
+    todo = list(modules)
     while todo:
         module = todo.pop()
         if module in seen:
             continue
+        if known is not None and module in known:  # found already by this planning run's other entries
+            if (entry := known[module]) is not None:
+                seen[module] = entry
+                todo.extend(entry[2] - set(seen))
+            continue
         path = _module_file(module)
         if path is None:
+            if known is not None:
+                known[module] = None
             continue
-        seen[module] = path
-        todo.extend(_imports(path, module) - set(seen))
-    return sorted(seen.values())
+        path, stamp = _version(path)
+        # formats.py holds the pins and the type they are written with (FormatVersion): a job reads a version from it
+        # and runs none of the digest code it imports, so what it imports is not followed (nor is it hashed)
+        hidden = path == VERSIONS_MODULE or (opaque is not None and path.relative_to(SRC / PACKAGE).match(opaque))
+        imports = frozenset() if hidden else _imports_of(path, stamp, module)
+        seen[module] = (path, stamp, imports)
+        if known is not None:
+            known[module] = seen[module]
+        todo.extend(imports - set(seen))
+    return seen
+
+
+def _files_digest(texts: Mapping[Path, str]) -> str:
+    """sha256 (16 hex digits) of each file's name and normalised source, in name order."""
+    digest = hashlib.sha256()
+    for path in sorted(set(texts) - {VERSIONS_MODULE}):
+        digest.update(f"{_display(path)}\n{texts[path]}\n".encode())
+    return digest.hexdigest()[:16]
 
 
 def code_digest(*scripts: Path) -> str:
     """A digest of the scripts and every package module they import, blind to formatting, comments and docstrings."""
     files: Iterable[Path] = [*scripts, *module_closure(*scripts)]
+    return _files_digest({path: normalised_source(path) for path in files})
+
+
+def entry_digest(
+    script: Path, target: str, known: dict[str, tuple[Path, tuple[int, int], frozenset[str]] | None] | None = None
+) -> str:
+    """The code one table's or figure's job runs: its `script`, the module of its entry's implementation `target`
+    ("module:function", which the job imports by name) and every package module these import, transitively.
+
+    A topic module holds several entries' functions and the helpers they share: this entry's view of the module is
+    what runs when it is imported (its imports, constants, classes, decorated functions) and the functions the entry's
+    function and that code use by name, transitively; every other function is left out, unless another module of the
+    closure imports the module. So editing one figure's function reruns that figure alone, editing a helper reruns
+    the figures that call it, and editing what the module runs on import reruns all of its figures. Found statically
+    (ast), without importing the module (planning imports no matplotlib); a function reached only through `getattr` or
+    `globals()` would be missed (no topic module does that)."""
+    module, _, function = target.partition(":")
+    path = _module_file(module)
+    if path is None:
+        raise ValueError(f"no module for {target!r} under {SRC / PACKAGE}")
+    statements = _statements(*_version(path))
+    if function not in {name for name, *_ in statements}:
+        raise ValueError(f"{target!r}: {path} defines no top-level function {function!r}")
+    kept = {i for i, (name, *_) in enumerate(statements) if name is None or name == function}
+    while reached := {
+        i for i, (name, *_) in enumerate(statements) if i not in kept and name in _used(statements, kept)
+    }:
+        kept |= reached
+    view = [statement for i, statement in enumerate(statements) if i in kept]
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    imported = _named([node for *_, imports in view for node in imports], package)
+    closure = _closure([*_imports(script, None), *_parents(package), *imported], known=known)
+    closure.pop(module, None)
+    # the script or another module imports it all
+    whole = module in _imports(script, None) or any(module in imports for _, _, imports in closure.values())
+    files = {_version(script), *((file, stamp) for file, stamp, _ in closure.values())}
     digest = hashlib.sha256()
-    for path in sorted(set(files) - {VERSIONS_MODULE}):
-        name = path.relative_to(SRC) if path.is_relative_to(SRC) else f"scripts/{path.name}"
-        digest.update(f"{name}\n{normalised_source(path)}\n".encode())
+    for file, stamp in sorted(f for f in files if f[0] != VERSIONS_MODULE):
+        digest.update(f"{_display(file)}\n{_source_digest(file, stamp)}\n".encode())
+    text = "\n".join(dump for _, dump, *_ in (statements if whole else view))
+    digest.update(f"{_display(path)}:{function}\n{hashlib.sha256(text.encode()).hexdigest()}\n".encode())
     return digest.hexdigest()[:16]
 
 
-WEIGHT_PATTERNS = (
-    "config.json",
-    "*.safetensors",
-    "*.safetensors.index.json",
-    "*.bin",
-    "*.bin.index.json",
-    "*.pt",
-    "*.pth",
-)
-WEIGHTS_CACHE = Path(".snakemake") / "rankscale" / "weights.json"  # in the working directory, beside Snakemake's own
+def entry_digests(script: Path, targets: Mapping[str, str], cache: Path | None = None) -> dict[str, str]:
+    """`entry_digest` of every entry of a registry (name -> "module:function"), each run by a job of `script`.
 
-
-def weight_files(directory: Path) -> list[Path]:
-    """The files a local model's weights and architecture are read from (not its tokenizer: the token files cover it)."""
-    return sorted({p for pattern in WEIGHT_PATTERNS for p in directory.glob(pattern) if p.is_file()})
-
-
-def weights_digest(directory: str | Path, cache: Path = WEIGHTS_CACHE) -> str | None:
-    """A content digest of a local model's weight and config files, or None if it has none (yet).
-
-    Hashing gigabytes at every plan would be slow, so the digest is cached under a cheap stamp of
-    the files (names, sizes, modification times): an unchanged model is hashed once, a model whose
-    weights are replaced in place (any stamp changes) is hashed again, and so rescored.
-    """
-    files = weight_files(Path(directory))
-    return _cached_digest(Path(directory), files, named=True, cache=cache) if files else None
-
-
-# the files a tokenizer loads from (transformers' fast and slow tokenizers, sentencepiece, tiktoken); not config.json,
-# so models of several sizes sharing one tokenizer share its key
-TOKENIZER_PATTERNS = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "added_tokens.json",
-    "vocab.json",
-    "vocab.txt",
-    "merges.txt",
-    "*.model",
-    "*.tiktoken",
-)
-
-
-def tokenizer_digest(directory: str | Path, cache: Path = WEIGHTS_CACHE) -> str | None:
-    """A content digest of a local tokenizer's files (cached like `weights_digest`), or None if it has none:
-    what a local tokenizer's key and a rank array's identity follow, wherever the directory lives."""
-    base = Path(directory)
-    files = sorted({p for pattern in TOKENIZER_PATTERNS for p in base.glob(pattern) if p.is_file()}) if base.is_dir() else []
-    return _cached_digest(base, files, named=True, cache=cache) if files else None
-
-
-def file_digest(path: str | Path, cache: Path = WEIGHTS_CACHE) -> str:
-    """A content digest of one file (e.g. a GGUF model), cached like `weights_digest`; its name is not part of it."""
-    return _cached_digest(Path(path), [Path(path)], named=False, cache=cache)
-
-
-def _cached_digest(anchor: Path, files: list[Path], named: bool, cache: Path) -> str:
-    """sha256 (16 hex digits) of the files' contents (with each file's name and size where `named`), cached."""
+    Parsing the package takes a planning run a few tenths of a second, so the digests are cached (`CODE_CACHE`, in the
+    working directory) under a stamp of every package module and the script (names, sizes, modification times): any
+    edit, checkout or new module computes them again."""
     import json
     import os
 
+    cache = CODE_CACHE if cache is None else cache
+    files = sorted([script.resolve(), *(SRC / PACKAGE).rglob("*.py")])
     stamp = hashlib.sha256(
-        repr([str(anchor.resolve()), [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files]]).encode()
+        repr([sorted(targets.items()), [(str(f), *_version(f)[1]) for f in files]]).encode()
     ).hexdigest()
-    if not named:
-        stamp = f"file:{stamp}"
-    known: dict[str, str] = {}
-    if cache.is_file():
-        try:
-            known = json.loads(cache.read_text())
-        except ValueError:
-            known = {}  # a damaged cache is only a cache: rehash
-    if stamp in known:
-        return known[stamp]
-    digest = hashlib.sha256()
-    for path in files:
-        if named:
-            digest.update(f"{path.name}\n{path.stat().st_size}\n".encode())
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 24), b""):
-                digest.update(block)
-    known[stamp] = digest.hexdigest()[:16]
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(known, indent=0, sort_keys=True))
-    os.replace(tmp, cache)
-    return known[stamp]
+    key = str(script.resolve())
+    try:
+        known = json.loads(cache.read_text()) if cache.is_file() else {}
+    except ValueError:
+        known = {}  # a damaged cache is only a cache: compute again
+    if known.get(key, {}).get("stamp") == stamp:
+        return dict(known[key]["digests"])
+    found: dict[str, tuple[Path, tuple[int, int], frozenset[str]] | None] = {}  # modules found, shared by the entries
+    digests = {name: entry_digest(script, target, found) for name, target in targets.items()}
+    known[key] = {"stamp": stamp, "digests": digests}
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(known, indent=0, sort_keys=True))
+        os.replace(tmp, cache)
+    except OSError:
+        pass  # a read-only working directory plans all the same, parsing each time
+    return digests
+
+
+def _display(path: Path) -> str:
+    return str(path.relative_to(SRC)) if path.is_relative_to(SRC) else f"scripts/{path.name}"
+
+
+def _used(statements: tuple[tuple[str | None, str, frozenset[str], tuple], ...], kept: set[int]) -> set[str]:
+    return {name for i, (_, _, used, _) in enumerate(statements) if i in kept for name in used}
+
+
+@cache
+def _source_digest(path: Path, stamp: tuple[int, int]) -> str:
+    """A file's normalised source, statement by statement (`_dumps`: each file is dumped once)."""
+    return hashlib.sha256("\n".join(_dumps(path, stamp)).encode()).hexdigest()

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rankscale.atomic import atomic_dir
-from rankscale.fingerprint import file_digest
+from rankscale.content_digest import file_digest
 from rankscale.layout import Layout
 
 INFO_FILE = "gguf.json"  # in a converted directory: what it was converted from

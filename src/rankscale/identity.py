@@ -115,6 +115,9 @@ class RankIdentity:
 OWN_SHA = "sha256"  # a file's own checksum, in its sidecar
 TOKENS_SHA = "tokens_sha256"  # a rank array's token file
 TOKENIZER_SHA = "tokenizer_sha256"  # the tokenizer's fingerprint (rankscale.tokens.tokenizer_fingerprint)
+# the hub commit a tokenizer was loaded at, in the sidecars of token files, token tables and rank arrays (absent:
+# a local tokenizer, or a file written before it was recorded): rankscale.tokenizer_pin
+TOKENIZER_COMMIT = "tokenizer_commit"
 CORPUS_SHA = "corpus_sha256"  # the corpus JSONL the token file was cut from
 
 

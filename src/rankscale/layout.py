@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rankscale.canon import keyed_name, short_hash
-from rankscale.config import ConfigError
+from rankscale.errors import ConfigError
 
 RESULTS, RESOURCES, LOGS = "results", "resources", "logs"
 DEFAULT_RUN = "default"  # the run of config/config.yaml

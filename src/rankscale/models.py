@@ -195,7 +195,7 @@ def _broken_weights(source: ModelSource, exc: Exception) -> str:
 
 def resolved_revision(source: ModelSource, model: Any, weights: str | None = None) -> str:
     """The exact weights: the hub commit; for a local directory its weights digest from the plan (`weights`:
-    fingerprint.weights_digest, hashed once per version of the files), else (the workflow's own ladder models,
+    content_digest.weights_digest, hashed once per version of the files), else (the workflow's own ladder models,
     which do not exist when it plans) a content hash of the directory."""
     if source.local:
         return f"weights:{weights}" if weights else "sha256:" + sha256_dir(source.location)

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import importlib.util
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -67,16 +65,3 @@ def resolve(target: str) -> Any:
     if not module or not attribute:
         raise ValueError(f"{target!r} is not a 'module:function' name")
     return getattr(importlib.import_module(module), attribute)
-
-
-def implementations(targets: Iterable[str]) -> list[Path]:
-    """The module files of "module:function" implementations, found without importing them: a job imports its entry's
-    module by name, which no import statement of its script shows, so its code digest
-    (`rankscale.fingerprint.code_digest`) takes these files too."""
-    files = set()
-    for target in targets:
-        spec = importlib.util.find_spec(target.partition(":")[0])
-        if spec is None or spec.origin is None:
-            raise ValueError(f"no module for {target!r}")
-        files.add(Path(spec.origin))
-    return sorted(files)

@@ -41,11 +41,8 @@ from typing import Any
 import numpy as np
 
 from rankscale.atomic import sha256_file, write_json, write_npz
-from rankscale.identity import TOKENIZER_SHA
+from rankscale.identity import TOKENIZER_COMMIT, TOKENIZER_SHA
 
-# the hub commit a tokenizer was loaded at, in the sidecars of token files, token tables and rank arrays (absent:
-# a local tokenizer, or a file written before it was recorded): rankscale.tokenizer_pin
-TOKENIZER_COMMIT = "tokenizer_commit"
 KINDS: tuple[str, ...] = ("whitespace", "word", "number", "punctuation", "other")
 KIND_INDEX = {kind: i for i, kind in enumerate(KINDS)}
 BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from rankscale.downloads import HubDownload, fetch, model_download, tokenizer_download
+from rankscale.identity import TOKENIZER_COMMIT as COMMIT
 from rankscale.models import ModelSource, load_tokenizer
-from rankscale.token_kinds import TOKENIZER_COMMIT as COMMIT
 
 
 def pin_record(source: ModelSource) -> str | None:

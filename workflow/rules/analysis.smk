@@ -73,7 +73,7 @@ rule table:
         ),
     params:
         settings=lambda wc: table_settings(config, wc.table),
-        code=CODE["table"],
+        code=lambda wc: TABLE_CODE[wc.table],
         caption=lambda wc, output: TABLES[wc.table].caption,  # as the table's page shows it (scripts/table.py)
         # and as the report reads it (workflow/report/table.rst): reStructuredText, escaped
         report_caption=lambda wc, output: caption_rst(TABLES[wc.table].caption),

@@ -23,8 +23,7 @@ if SRC not in sys.path:
 from rankscale.config import SCHEMA_PATH  # noqa: E402
 from rankscale.downloads import extraction_downloads, hub_downloads  # noqa: E402
 from rankscale.tokenizer_pin import pin_record  # noqa: E402
-from rankscale.fingerprint import code_digest  # noqa: E402
-from rankscale.registry import implementations  # noqa: E402
+from rankscale.fingerprint import code_digest, entry_digests  # noqa: E402
 from rankscale import manifest as manifest_module  # noqa: E402
 from rankscale.layout import Layout, fill  # noqa: E402
 from rankscale.plan import (  # noqa: E402
@@ -83,10 +82,12 @@ SUMMARY_SETTINGS = summary_settings(config)
 CODE = {
     step: code_digest(WORKFLOW_DIR / f"scripts/{step}.py") for step in ("summarize", "token_kinds", "trajectories")
 }
-# a table or figure job imports its entry's implementation by name (`Table.build`, `Figure.plot`: "module:function"),
-# so their step's code is the script's and every registered implementation module's, with what those import
-CODE["table"] = code_digest(WORKFLOW_DIR / "scripts/table.py", *implementations(t.build for t in TABLES.values()))
-CODE["figure"] = code_digest(WORKFLOW_DIR / "scripts/figure.py", *implementations(f.plot for f in FIGURES.values()))
+# a table or figure job imports its entry's implementation by name (`Table.build`, `Figure.plot`: "module:function"):
+# each carries its own code, its script's and its implementation's module (without the other entries' functions of
+# that module), with what those import (rankscale.fingerprint.entry_digest): an edit to one figure's function reruns
+# that figure alone, an edit to what several use reruns those
+TABLE_CODE = entry_digests(WORKFLOW_DIR / "scripts/table.py", {name: t.build for name, t in TABLES.items()})
+FIGURE_CODE = entry_digests(WORKFLOW_DIR / "scripts/figure.py", {name: f.plot for name, f in FIGURES.items()})
 
 OUT = LAYOUT.out  # results/<run>: this configuration's own outputs
 MANIFEST = LAYOUT.manifest

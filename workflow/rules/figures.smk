@@ -18,7 +18,7 @@ rule figure:
         pdf=LAYOUT.figure(ext="pdf"),
     params:
         settings=lambda wc: figure_settings(config, wc.figure, DATASETS, MODELS),
-        code=CODE["figure"],
+        code=lambda wc: FIGURE_CODE[wc.figure],
         # its caption as the report reads it (workflow/report/figure.rst): reStructuredText, escaped
         report_caption=lambda wc, output: caption_rst(FIGURES[wc.figure].caption),
     log:

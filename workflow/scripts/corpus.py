@@ -8,9 +8,9 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any en
 
 from rankscale.atomic import atomic_path, sha256_file, write_json
 from rankscale.corpus import CorpusError, write_jsonl
+from rankscale.documents import load_corpus, provenance, resolve_revision
 from rankscale.identity import OWN_SHA
 from rankscale.logs import setup_logging
-from rankscale.sources import load_corpus, provenance, resolve_revision
 
 log = setup_logging(snakemake.log[0])
 dataset = snakemake.params.dataset

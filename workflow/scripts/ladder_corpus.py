@@ -8,9 +8,9 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # the package, in any en
 
 from rankscale.atomic import atomic_path
 from rankscale.corpus import read_jsonl, write_jsonl
+from rankscale.documents import load_corpus
 from rankscale.logs import setup_logging
 from rankscale.overlap import SPAN, disjoint_training_documents
-from rankscale.sources import load_corpus
 
 log = setup_logging(snakemake.log[0])
 docs = []

@@ -10,10 +10,9 @@ import json
 
 from rankscale.atomic import sha256_file
 from rankscale.corpus import read_jsonl
-from rankscale.identity import token_file_hashes
+from rankscale.identity import TOKENIZER_COMMIT, token_file_hashes
 from rankscale.logs import setup_logging
 from rankscale.models import ModelSource
-from rankscale.token_kinds import TOKENIZER_COMMIT
 from rankscale.tokenizer_pin import load_pinned
 from rankscale.tokens import save_tokens, tokenize_documents, tokenizer_fingerprint
 

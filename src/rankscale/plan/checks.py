@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from rankscale.config import ConfigError, load_schema
 from rankscale.corpus import CorpusError
+from rankscale.documents import check_dataset
 from rankscale.layout import Ladder
 from rankscale.schedule import tokens_per_step, training_steps
-from rankscale.sources import check_dataset
 
 if TYPE_CHECKING:
     from rankscale.plan.types import ModelPlan

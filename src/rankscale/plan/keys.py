@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from rankscale.canon import canonical, short_hash, text_key
 from rankscale.config import ConfigError, dataset_spec, validate
-from rankscale.fingerprint import file_digest, tokenizer_digest
-from rankscale.formats import TRAIN_FORMAT
+from rankscale.content_digest import file_digest, tokenizer_digest
+from rankscale.fingerprint import FormatVersion
+from rankscale.formats import SOURCE_FORMATS, TRAIN_FORMAT
 from rankscale.layout import LADDERS, NO_LADDER, RESOURCES
 from rankscale.models import ModelSource
 
@@ -43,7 +44,23 @@ def corpus_params(spec: Mapping[str, Any]) -> dict[str, Any]:
 def corpus_meaning(spec: Mapping[str, Any]) -> dict[str, Any]:
     """What a corpus's key follows: `corpus_params`, with a local file's path replaced by its content digest (and
     the format it is read as; a text file's name, which its documents' ids carry), so the same file anywhere
-    has the same key. Packaged and hub entries are keyed as written."""
+    has the same key. Packaged and hub entries are keyed as written. Its source's format version
+    (`rankscale.formats.SOURCE_FORMATS`) is part of it from version 2 on: a bump recomputes that source's corpora."""
+    meaning = _entry_meaning(spec)
+    version = source_format(spec.get("source")).version
+    return meaning if version == 1 else canonical({**meaning, "source_format": version})
+
+
+def source_format(name: Any) -> FormatVersion:
+    """The pinned format of dataset source `name`'s module (version 1 for a name no source has: refused elsewhere)."""
+    from rankscale.sources import SOURCES
+
+    source = SOURCES.get(name) if isinstance(name, str) else None
+    module = source.documents.__module__.removeprefix("rankscale.").replace(".", "/") if source else None
+    return SOURCE_FORMATS.get(f"{module}.py", FormatVersion(1, ""))
+
+
+def _entry_meaning(spec: Mapping[str, Any]) -> dict[str, Any]:
     params = corpus_params(spec)
     if spec.get("source") != "local" or not Path(str(spec.get("path"))).is_file():
         return params

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rankscale.config import ConfigError, validate
-from rankscale.fingerprint import weights_digest
+from rankscale.content_digest import weights_digest
 from rankscale.gguf import GgufError, GgufSource
 from rankscale.gguf import resolve as resolve_gguf
 from rankscale.identity import SETTING_KEYS

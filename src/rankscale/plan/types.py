@@ -51,7 +51,7 @@ class ModelPlan:
     D: int | None  # training tokens seen, where known
     size: str  # the training run this model is a checkpoint of (its own name for a final model)
     checkpoint: int | None  # a ladder checkpoint: the training tokens it was asked at
-    weights: str | None  # a local model's weights digest (rankscale.fingerprint.weights_digest)
+    weights: str | None  # a local model's weights digest (rankscale.content_digest.weights_digest)
     seed: int | None  # the training seed, where known
     replica_of: str  # the size it is one training run of (several seeds of one size share it)
     gguf: GgufSource | None  # the GGUF file a `gguf:` entry converts into `source.location`

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from rankscale.plots.common import FigureData, FigureSettings, grid, legend_below, save
-from rankscale.plots.laws import law_panel
+from rankscale.metrics import metric_for_law
+from rankscale.plots.common import (
+    S_LABEL,
+    FigureData,
+    FigureSettings,
+    colors,
+    grid,
+    legend_below,
+    readable_log_ticks,
+    save,
+)
+from rankscale.plots.law_lines import draw_law
 from rankscale.tables import finals
 
 CURVES = (
@@ -44,9 +55,23 @@ def fig_calibration(data: FigureData, settings: FigureSettings, png: Path) -> No
             ax.set(xlim=(0, top), ylim=(0, top), xlabel=xlabel, ylabel=ylabel, title=f"{dataset}: {curve}")
             ax.grid(True, alpha=0.3)
             legend_below(ax, fontsize=6)
-        law_panel(axes[len(CURVES), j], data, dataset, "calibration_error", None)
-        law_panel(axes[len(CURVES) + 1, j], data, dataset, "pit_distance", None)
+        for i, law in enumerate(("calibration_error", "pit_distance"), start=len(CURVES)):
+            miscalibration_panel(axes[i, j], data, dataset, law)
     save(fig, png)
+
+
+def miscalibration_panel(ax: Any, data: FigureData, dataset: str, law: str) -> None:
+    """A miscalibration against S, log-log, every family's points, law and band (its exponent in the legend)."""
+    metrics = data.tables["metrics"]
+    palette = colors(metrics["family"].unique())
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    if not any([draw_law(ax, data, family, dataset, law, None, palette[family]) for family in sorted(palette)]):
+        ax.text(0.5, 0.5, "no calibration fields in these rank arrays", transform=ax.transAxes, ha="center")
+    ax.set(xlabel=S_LABEL, ylabel=metric_for_law(law).axis_label(), title=dataset)
+    legend_below(ax, fontsize=7)
+    ax.grid(True, which="both", alpha=0.3)
+    readable_log_ticks(ax)
 
 
 def _shades(n: int) -> list[tuple[float, float, float, float]]:

@@ -2,115 +2,19 @@
 
 To add a source: write `rankscale/sources/<name>.py` with a module-level `SOURCE = Source(...)`
 (its `name`, documents, plan-time check, provenance), register it in `SOURCES` below (`SOURCES.register`:
-a name registered already is refused), and give it its keys in
+a name registered already is refused), pin its code in `rankscale.formats.SOURCE_FORMATS` (tests/test_formats.py
+prints the digest), and give it its keys in
 `workflow/schemas/config.schema.yaml` as `$defs/<name>_dataset`: the schema's `source` names and per-source branches
 come from those definitions (rankscale.config), and tests/test_config.py checks that they name exactly
-the sources of `SOURCES`. The shared
-steps (held-out split, seeded shuffle, size limits) are applied here, the same for every source.
+the sources of `SOURCES`. The shared steps (held-out split, seeded shuffle, size limits) are applied by
+`rankscale.documents`, the same for every source. This file only lists the sources: the corpus format leaves it and
+the sources out of its digest, and pins each source's module on its own.
 """
 
 from __future__ import annotations
 
-import logging
-import random
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
-
-from rankscale.config import dataset_spec
-from rankscale.corpus import CorpusError, Document, Skipped, split_documents
 from rankscale.registry import Registry
 from rankscale.sources import hub, local, packaged
 from rankscale.sources.base import Source
 
-log = logging.getLogger(__name__)
-
 SOURCES: Registry[Source] = Registry("dataset source", (packaged.SOURCE, local.SOURCE, hub.SOURCE))
-
-
-def source_of(spec: Mapping[str, Any], where: str) -> Source:
-    name = spec["source"]
-    if name not in SOURCES:
-        raise CorpusError(f"{where}.source: unknown dataset source {name!r}; choose one of {sorted(SOURCES)}")
-    return SOURCES[name]
-
-
-# Each function takes a dataset entry as written or as validated: `dataset_spec` checks it
-# against the schema and fills in its source's defaults (idempotent and cheap).
-
-
-def check_dataset(spec: Mapping[str, Any], where: str, check_paths: bool = True) -> None:
-    """What can be checked before any job: the source's own checks (files, fields, names)."""
-    spec = dataset_spec(spec, where)
-    source_of(spec, where).check(spec, where, check_paths)
-
-
-def resolve_revision(spec: Mapping[str, Any], where: str = "dataset") -> str | None:
-    """The exact version the corpus job reads (a hub commit), or None where the content hash identifies it."""
-    spec = dataset_spec(spec, where)
-    return source_of(spec, where).resolve_revision(spec, where)
-
-
-def provenance(spec: Mapping[str, Any], resolved: str | None) -> dict[str, Any]:
-    """Where a corpus came from, for its sidecar; always has `source` and `resolved_revision`."""
-    spec = dataset_spec(spec)
-    return {"source": spec["source"], **source_of(spec, "dataset").provenance(spec, resolved)}
-
-
-def load_documents(spec: Mapping[str, Any], where: str, revision: str | None = None) -> list[Document]:
-    """Documents of one dataset entry after split, shuffle and size limits (see `load_corpus`)."""
-    return load_corpus(spec, where, revision)[0]
-
-
-def load_corpus(
-    spec: Mapping[str, Any], where: str, revision: str | None = None
-) -> tuple[list[Document], dict[str, int]]:
-    """Documents of one dataset entry after split, shuffle and size limits, and what was skipped.
-
-    `revision`: the version `resolve_revision` returned, so what is read is what is recorded.
-    `skipped_records` counts the invalid records read and skipped (`skip_invalid_records`).
-    """
-    spec = dataset_spec(spec, where)
-    source = source_of(spec, where)
-    skipped: list[Skipped] = []
-
-    def valid(items: Iterable[Document | Skipped]) -> Iterator[Document]:
-        for item in items:
-            if isinstance(item, Skipped):
-                skipped.append(item)
-                if len(skipped) <= 3:
-                    log.warning("skipped: %s", item.reason)
-            else:
-                yield item
-
-    docs: Iterable[Document] = valid(source.documents(spec, where, revision))
-    if "split_heldout" in spec:
-        docs = split_documents(docs, spec["split_heldout"], spec["heldout_fraction"])
-    docs = (d for d in docs if d.text.strip())
-    if spec["seed"] is not None and not source.shuffles:
-        materialised = list(docs)
-        random.Random(spec["seed"]).shuffle(materialised)
-        docs = materialised
-    out = _limit(docs, spec["max_documents"], spec["max_chars"], spec["max_bytes"])
-    if skipped:
-        log.warning("%s: %d invalid records skipped (skip_invalid_records)", where, len(skipped))
-    return out, {"skipped_records": len(skipped)}
-
-
-def _limit(
-    docs: Iterable[Document], max_documents: int | None, max_chars: int | None, max_bytes: int | None
-) -> list[Document]:
-    """The first documents, in order, until a cap is reached: a rule on the dataset alone, so every tokenizer
-    (every family) scores the same documents and the bootstrap can draw them once for all."""
-    out: list[Document] = []
-    chars = size = 0
-    for doc in docs:
-        if max_documents is not None and len(out) >= max_documents:
-            break
-        if max_chars is not None and chars >= max_chars:
-            break
-        if max_bytes is not None and size >= max_bytes:
-            break
-        out.append(doc)
-        chars += len(doc.text)
-        size += len(doc.text.encode("utf-8"))
-    return out
