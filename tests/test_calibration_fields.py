@@ -128,3 +128,18 @@ def test_a_sidecar_that_lists_fields_the_array_lacks_is_refused(tmp_path: Path) 
     (tmp_path / "r.json").write_text(json.dumps(meta))
     with pytest.raises(RankFileError, match=r"r\.npz.*mass_above"):
         load_rank_arrays(tmp_path / "r.npz", tmp_path / "r.json")
+
+
+def test_a_logit_of_minus_infinity_weighs_nothing() -> None:
+    """A column a model masks with -inf has probability 0: every field stays finite and equals the row without it."""
+    gen = torch.Generator().manual_seed(9)
+    logits = torch.randn(8, 50, generator=gen) * 2
+    targets = torch.randint(0, 40, (8,), generator=gen)
+    masked = logits.clone()
+    masked[:, 45:] = float("-inf")
+    for ties in ("ge", "gt"):
+        got = _fields(masked, targets, 50, ties)
+        assert all(np.isfinite(v).all() for v in got.values())
+        want = _fields(logits[:, :45], targets, 45, ties)
+        for name in got:
+            np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6)

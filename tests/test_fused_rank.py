@@ -260,3 +260,18 @@ def test_smollm2_through_the_fused_kernel_equals_a_plain_forward_pass() -> None:
     assert_calibration_close(_fields(scores), brute_force_calibration(logits[:, :vocab], targets, "ge"),
                              calibration_tolerance(logits[:, :vocab], targets, tol), "smollm2: fused vs full logits")  # fmt: skip
     assert (scores.rank == 1).float().mean() > 0.2  # a real model on real text: many tokens ranked first
+
+
+def test_a_bias_of_minus_infinity_weighs_nothing_in_the_fused_kernel() -> None:
+    """Columns a model masks with a bias of -inf: probability 0 in every field, none of them NaN."""
+    gen = torch.Generator().manual_seed(13)
+    weight, hidden = quarters((300, 16), gen), quarters((20, 16), gen)
+    bias = torch.zeros(300)
+    bias[250:] = float("-inf")
+    targets = torch.randint(0, 250, (20,), generator=gen)
+    scores = FusedRankHead(weight, bias, 300, "ge", blocks=SMALL, splits=2)(hidden, targets)
+    expected = score_tokens(hidden @ weight[:250].T, targets, 250, "ge")
+    np.testing.assert_array_equal(scores.rank.numpy(), expected.rank.numpy())
+    for got, want in zip(scores.fields()[1:], expected.fields()[1:], strict=True):
+        assert np.isfinite(got.numpy()).all()
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=2e-6)

@@ -78,8 +78,13 @@ def test_claims_hold_fail_or_stay_undecided_by_their_intervals():
     # calibration's published answers, by the exponents' intervals: improves [0.1, 0.3] > 0; so not flat; the PIT
     # distance's [-0.1, 0.2] neither wholly below 0 nor above: inverse scaling undecided
     assert got.loc["calibration_improves", "holds"] == YES and got.loc["calibration_improves", "value"] == 0.2
-    assert got.loc["calibration_flat", "holds"] == NO
+    assert got.loc["calibration_flat", "holds"] == NO  # [0.1, 0.3] excludes 0
     assert got.loc["nucleus_inverse", "holds"] == UNDECIDED
+    flat = claims_table(pd.DataFrame([fit_row("g", "d", None, 0.5, (0.1, 0.9), alpha=0.004, alpha_ci=(-0.012, 0.018),
+                                              metric="calibration_error")]).astype({"k": "Int64"}), {})  # fmt: skip
+    flat = flat.set_index("claim")
+    assert flat.loc["calibration_flat", "holds"] == YES and flat.loc["calibration_improves", "holds"] == UNDECIDED
+    assert flat.loc["nucleus_inverse", "holds"] == UNTESTABLE and "calibration fields" in flat.loc["nucleus_inverse", "note"]
     one = table[table["family"] == "one"]
     assert len(one) == len(CLAIMS) and (one["holds"] == UNTESTABLE).all() and (one["note"] == "one size: no law").all()
 

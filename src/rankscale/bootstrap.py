@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,15 +69,21 @@ def replicate_totals(
     replicates: int,
     seed: int,
     *keys: str,
+    squared: Collection[str] = (),
 ) -> dict[str, np.ndarray]:
-    """Replicate sums [B, ...] of per-document statistics [D, ...]; `unit[d]` is row d's document (0..N-1)."""
+    """Replicate sums [B, ...] of per-document statistics [D, ...]; `unit[d]` is row d's document (0..N-1).
+
+    `squared`: statistics that are squares of a document's sum, which a debiased square subtracts from the square
+    of the total (`rankscale.calibration.debiased_square`): their replicate sums weigh a document drawn c times by
+    c², so that a replicate's (sum_d c_d S_d)^2 - sum_d c_d^2 S_d^2 keeps the products of different documents
+    alone, as the point does (with weights c, the copies' products would bring the noise back)."""
     flat = {name: np.asarray(stat, dtype=np.float64).reshape(len(unit), -1) for name, stat in per_unit.items()}
     out = {name: np.empty((replicates, stat.shape[1])) for name, stat in flat.items()}
     done = 0
     for counts in resample_counts(n_units, replicates, seed, *keys):
         weights = counts[:, unit].astype(np.float64)  # exact: counts and sums stay far below 2^53
         for name, stat in flat.items():
-            out[name][done : done + len(weights)] = weights @ stat
+            out[name][done : done + len(weights)] = (weights**2 if name in squared else weights) @ stat
         done += len(weights)
     return {name: out[name].reshape(replicates, *np.shape(per_unit[name])[1:]) for name in out}
 

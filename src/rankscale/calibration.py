@@ -14,10 +14,13 @@ cluster-robust t interval over documents like RBP_k:
   its CE).
 
 A squared deviation's plug-in is biased upward by the noise of the deviation itself. The squared distances
-here are debiased across documents: with S_d a document's summed deviation, (sum_d S_d)^2 - sum_d S_d^2 keeps
-only the products of different documents, whose expectation is the squared mean deviation when documents are
-independent, however a document's own tokens go together (Kumar, Liang & Ma 2019 debias the squared
-calibration error the same way for independent tokens; a document of one token is their estimator).
+here are debiased across documents: with S_d a document's summed deviation over its n_d tokens, each of mean
+delta, (sum_d S_d)^2 - sum_d S_d^2 keeps only the products of different documents, whose expectation is
+delta^2 (n^2 - sum_d n_d^2) when documents are independent, however a document's own tokens go together; so
+delta^2 is estimated by that over n^2 - sum_d n_d^2 (Kumar, Liang & Ma 2019 debias the squared calibration error
+the same way for independent tokens; a document of one token is their estimator). The squares' bootstrap
+replicates weigh a document drawn c times by c^2 (`rankscale.bootstrap.replicate_totals`), so that a replicate
+keeps the products of different documents alone too, and centres on the point, not on the plug-in.
 An array made before the calibration fields has none of these sums, so none of these metrics.
 """
 
@@ -91,6 +94,10 @@ def _pit_deviation_squared(scored: Scored) -> np.ndarray | None:
     return None if deviation is None else deviation**2
 
 
+def _tokens_squared(scored: Scored) -> np.ndarray | None:
+    return None if scored.calibration is None else np.bincount(scored.row, minlength=scored.n_rows).astype(np.float64) ** 2
+
+
 def _entropy(scored: Scored) -> np.ndarray | None:
     return None if scored.calibration is None else _by_row(scored, scored.calibration.entropy.astype(np.float64))
 
@@ -115,8 +122,9 @@ def _bins(scored: Scored, what: str) -> np.ndarray | None:
         return None
     c, y = top1(scored)
     bins = reliability_bin(c)
-    if what == "n":
-        return _by_bin(scored, np.ones_like(c), bins)
+    if what in ("n", "n_squared"):
+        count = _by_bin(scored, np.ones_like(c), bins)
+        return count if what == "n" else count**2
     if what == "confidence":
         return _by_bin(scored, c, bins)
     deviation = _by_bin(scored, y - c, bins)
@@ -130,7 +138,9 @@ ENTROPY_SUM = DocumentStatistic("sum_entropy", _entropy)  # summed entropy (nats
 CONFIDENCE_SUM = DocumentStatistic("sum_top1_prob", _confidence)  # summed top-1 probability
 TOP1_HITS = DocumentStatistic("top1_hits", _top1_hits)  # tokens ranked first
 BRIER_SUM = DocumentStatistic("sum_top1_brier", _brier)  # summed (c - y)^2
+TOKENS_SQUARED = DocumentStatistic("tokens_squared", _tokens_squared)  # n_d^2: the debiased squares' normaliser
 BIN_TOKENS = DocumentStatistic("reliability_n", lambda s: _bins(s, "n"))  # [documents, bins]
+BIN_TOKENS_SQUARED = DocumentStatistic("reliability_n_squared", lambda s: _bins(s, "n_squared"))  # n_db^2
 BIN_CONFIDENCE = DocumentStatistic("reliability_confidence", lambda s: _bins(s, "confidence"))  # sum c per bin
 BIN_DEVIATION = DocumentStatistic("reliability_deviation", lambda s: _bins(s, "deviation"))  # sum (y - c) per bin
 BIN_DEVIATION_SQUARED = DocumentStatistic("reliability_deviation_squared", lambda s: _bins(s, "squared"))
@@ -166,17 +176,20 @@ def calibrated_nucleus(totals: Totals, tokens: DocumentStatistic, q: float = NUC
     return out.reshape(curve.shape[:-1])
 
 
-def debiased_square(deviation: np.ndarray, squared: np.ndarray) -> np.ndarray:
-    """(sum_d S_d)^2 - sum_d S_d^2 from the two totals: the cross-document products only (module docstring)."""
-    return deviation**2 - squared
+def debiased_square(deviation: np.ndarray, squared: np.ndarray, n: np.ndarray, n_squared: np.ndarray) -> np.ndarray:
+    """delta^2, the squared mean deviation per token: the cross-document products of the deviations' sums over
+    those of the token counts, ((sum S)^2 - sum S^2) / (n^2 - sum n_d^2) (module docstring); NaN where every token
+    lies in one document (no two documents to compare)."""
+    denominator = n**2 - n_squared
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator > 0, (deviation**2 - squared) / denominator, np.nan)
 
 
 def pit_distance(totals: Totals, tokens: DocumentStatistic) -> np.ndarray:
     """RMS over U_GRID of F(u) - u, the PIT's distribution function off the diagonal, debiased (0 if calibrated;
     an unbiased square below 0, noise around a calibrated model, reads 0)."""
-    n = _f(totals, tokens)[..., None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        square = debiased_square(_f(totals, PIT_DEVIATION), _f(totals, PIT_DEVIATION_SQUARED)) / n**2
+    n, n_squared = _f(totals, tokens)[..., None], _f(totals, TOKENS_SQUARED)[..., None]
+    square = debiased_square(_f(totals, PIT_DEVIATION), _f(totals, PIT_DEVIATION_SQUARED), n, n_squared)
     return np.sqrt(np.clip(square.mean(axis=-1), 0.0, None))
 
 
@@ -184,10 +197,11 @@ def calibration_error(totals: Totals, tokens: DocumentStatistic) -> np.ndarray:
     """The top-1 calibration error over equal-mass bins, root mean square and debiased: sqrt of
     sum_b (n_b / n) (accuracy_b - confidence_b)^2, each square debiased across documents."""
     n_b = _f(totals, BIN_TOKENS)
-    square = debiased_square(_f(totals, BIN_DEVIATION), _f(totals, BIN_DEVIATION_SQUARED))
+    square = debiased_square(_f(totals, BIN_DEVIATION), _f(totals, BIN_DEVIATION_SQUARED), n_b,
+                             _f(totals, BIN_TOKENS_SQUARED))  # fmt: skip
     with np.errstate(divide="ignore", invalid="ignore"):
-        per_bin = np.where(n_b > 0, square / n_b, 0.0)
-        return np.sqrt(np.clip(per_bin.sum(axis=-1) / _f(totals, tokens), 0.0, None))
+        weighted = (n_b * square).sum(axis=-1) / _f(totals, tokens)  # sum_b (n_b / n) delta_b^2
+        return np.sqrt(np.clip(weighted, 0.0, None))
 
 
 def overconfidence(totals: Totals, tokens: DocumentStatistic) -> np.ndarray:
@@ -208,5 +222,8 @@ def entropy_gap(totals: Totals, tokens: DocumentStatistic, logprob: DocumentStat
         return -(_f(totals, logprob) + _f(totals, ENTROPY_SUM)) / _f(totals, tokens)
 
 
-CALIBRATION = (NUCLEUS_HITS, PIT_DEVIATION, PIT_DEVIATION_SQUARED, ENTROPY_SUM, CONFIDENCE_SUM, TOP1_HITS, BRIER_SUM,
-               BIN_TOKENS, BIN_CONFIDENCE, BIN_DEVIATION, BIN_DEVIATION_SQUARED)  # fmt: skip
+CALIBRATION = (NUCLEUS_HITS, PIT_DEVIATION, PIT_DEVIATION_SQUARED, TOKENS_SQUARED, ENTROPY_SUM, CONFIDENCE_SUM,
+               TOP1_HITS, BRIER_SUM, BIN_TOKENS, BIN_TOKENS_SQUARED, BIN_CONFIDENCE, BIN_DEVIATION,
+               BIN_DEVIATION_SQUARED)  # fmt: skip
+# squares of a document's sums: their bootstrap replicates weigh a document drawn c times by c^2 (module docstring)
+SQUARED = tuple(s.name for s in (PIT_DEVIATION_SQUARED, TOKENS_SQUARED, BIN_TOKENS_SQUARED, BIN_DEVIATION_SQUARED))

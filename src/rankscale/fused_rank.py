@@ -125,7 +125,7 @@ def _rank_partials(h_ptr, w_ptr, bias_ptr, tgt_ptr, zt_ptr, max_ptr, sum_ptr, co
         # the reference moves from run_max to safe: e^(z-safe)(z-safe) = scale e^(z-run_max)((z-run_max) + run_max-safe)
         moved = tl.where(run_max == float("-inf"), 0.0, run_max - safe) * run_sum  # nothing summed yet: 0
         e = tl.exp(z - safe[:, None])
-        shifted = tl.where(col_ok[None, :], z - safe[:, None], 0.0)  # padding: e is 0, and 0 * -inf would be NaN
+        shifted = tl.where(e > 0.0, z - safe[:, None], 0.0)  # padding or a logit of -inf: e is 0, 0 * -inf NaN
         run_shift = scale * (run_shift + moved) + tl.sum(e * shifted, axis=1)
         run_above = run_above * scale + tl.sum(tl.where(counted, e, 0.0), axis=1)
         run_sum = run_sum * scale + tl.sum(e, axis=1)

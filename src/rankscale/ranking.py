@@ -86,6 +86,7 @@ def score_tokens(
     top1_logprob = top.squeeze(1) - lse
     # H = log S - sum_v e_v (z_v - m) / S with e_v = exp(z_v - m), S = sum_v e_v: no cancellation against lse;
     # the row-wise dot products as one batched product, which writes no [N, V] temporary
+    shifted.clamp_(min=torch.finfo(torch.float32).min)  # a logit of -inf weighs 0: 0 * -inf would be NaN
     spread = torch.bmm(weights.unsqueeze(1), shifted.unsqueeze(2)).reshape(-1)
     del shifted
     entropy = (total.log() - spread / total).clamp_min(0.0)

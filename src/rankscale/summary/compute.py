@@ -18,6 +18,7 @@ import numpy as np
 from scipy import sparse
 
 from rankscale.bootstrap import BLOCK, Resampling, kish_documents, replicate_totals
+from rankscale.calibration import SQUARED
 from rankscale.conjecture import distribution_replicates, distribution_statistics, rank_sums
 from rankscale.decomposition_jackknife import corrected_decomposition, corrected_left_out
 from rankscale.identity import OWN_SHA
@@ -190,7 +191,8 @@ def summarize(
     tests, llr = rank_tests(hist, pairs, len(docs))
     units = resampling.units[docs]
     keys = (resampling.seed, resampling.dataset)
-    replicates = replicate_totals({**stats, **llr}, units, resampling.n_units, resampling.replicates, *keys)
+    replicates = replicate_totals({**stats, **llr}, units, resampling.n_units, resampling.replicates, *keys,
+                                  squared=SQUARED)  # fmt: skip
     distribution = distribution_statistics(
         *rank_sums(arrays.rank, arrays.logprob, vocab_size), law_k, settings.truncate
     )

@@ -26,6 +26,8 @@ COLUMNS = ("family", "dataset", "claim", "paper", "k", "value", "ci_low", "ci_hi
 R2_KS = (10, 50, 100)  # the paper's "R² >= 0.97 at k = 10, 50, 100"
 BREAKDOWN = 0.9  # the R² below which the law has broken down ("R² > 0.9 for k < 1000")
 GROWTH_K = 100  # alpha grows from k = 1 to this k (the paper: < 0.1 at k = 1, about 0.2 at k = 100)
+# a miscalibration's exponent counts as flat within this: under 10% change over two decades of S (100^0.02 = 1.096)
+FLAT_EXPONENT = 0.02
 
 
 @dataclass(frozen=True)
@@ -162,20 +164,25 @@ def _close(fits: pd.DataFrame, facts: Mapping[str, Any]) -> tuple[Value | None, 
 
 def _exponent(metric: str, sign: float, words: str) -> Callable[[pd.DataFrame, Mapping[str, Any]], tuple[Value | None, str, str]]:
     """A miscalibration's exponent (its law in S, powerlaw_fits.csv) judged by its interval: above 0 (`sign` 1:
-    it shrinks with scale), below 0 (`sign` -1: it grows), or (`sign` 0) containing 0, where flat is not ruled out
-    (an interval that contains 0 is consistent with a flat law; a narrow one says how flat)."""
+    it shrinks with scale), below 0 (`sign` -1: it grows), or (`sign` 0) flat: the whole interval within
+    +/- FLAT_EXPONENT (an equivalence test: an interval that merely contains 0 is absence of evidence)."""
 
     def judge(fits: pd.DataFrame, facts: Mapping[str, Any]) -> tuple[Value | None, str, str]:
+        rows = fits[fits["metric"].eq(metric) & fits["k"].isna()]
         row = _fit(fits, metric, None)
         if row is None:
-            return None, UNTESTABLE, (f"no law of {words} (rank arrays without the calibration fields: "
-                                      "extraction.refresh_calibration adds them)")  # fmt: skip
+            why = str(rows["note"].iloc[0]) if len(rows) and str(rows["note"].fillna("").iloc[0]) else (
+                "rank arrays without the calibration fields: extraction.refresh_calibration adds them")
+            return None, UNTESTABLE, f"no law of {words} ({why})"
         value = Value(_get(row, "alpha"), _get(row, "alpha_ci_low"), _get(row, "alpha_ci_high"))
         if sign == 0:
             if math.isnan(value.low) or math.isnan(value.high):
                 return value, UNDECIDED, "no interval: flatness cannot be judged"
-            inside = value.low <= 0.0 <= value.high
-            return value, YES if inside else NO, f"the exponent's interval {'contains' if inside else 'excludes'} 0"
+            if -FLAT_EXPONENT <= value.low and value.high <= FLAT_EXPONENT:
+                return value, YES, f"the exponent's interval lies within +/-{FLAT_EXPONENT:g}"
+            if value.low > 0.0 or value.high < 0.0:
+                return value, NO, "the exponent's interval excludes 0"
+            return value, UNDECIDED, f"the interval contains 0 but reaches beyond +/-{FLAT_EXPONENT:g}"
         holds, note = verdict(Value(sign * value.value, *sorted((sign * value.low, sign * value.high))), 0.0)
         return value, holds, note
 
@@ -209,7 +216,7 @@ CLAIMS = (
           "the exponent of the top-1 calibration error; holds where its interval lies above 0)",
           _exponent("calibration_error", 1.0, "the top-1 calibration error")),
     Claim("calibration_flat", "Cao, Valiant & Liang 2025: the miscalibration's scaling exponent is about 0 (value: "
-          "the exponent of the top-1 calibration error; holds where its interval contains 0)",
+          f"the exponent of the top-1 calibration error; holds where its interval lies within +/-{FLAT_EXPONENT:g})",
           _exponent("calibration_error", 0.0, "the top-1 calibration error")),
     Claim("nucleus_inverse", "Ravfogel, Goldberg & Goldberger 2023: nucleus calibration scales inversely with size "
           "(value: the exponent of the PIT's distance from uniform; holds where its interval lies below 0)",
