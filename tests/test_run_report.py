@@ -85,6 +85,11 @@ def test_claims_hold_fail_or_stay_undecided_by_their_intervals():
     flat = flat.set_index("claim")
     assert flat.loc["calibration_flat", "holds"] == YES and flat.loc["calibration_improves", "holds"] == UNDECIDED
     assert flat.loc["nucleus_inverse", "holds"] == UNTESTABLE and "calibration fields" in flat.loc["nucleus_inverse", "note"]
+    # a family where some final model's arrays lack the fields: a law over the others is not the family's
+    partial = claims_table(pd.DataFrame([fit_row("g", "d", None, 0.5, (0.1, 0.9), alpha=0.004, alpha_ci=(-0.012, 0.018),
+                                                 metric="calibration_error")]).astype({"k": "Int64"}),
+                           {("g", "d"): {"without_calibration": ["g-small"]}}).set_index("claim")  # fmt: skip
+    assert partial.loc["calibration_flat", "holds"] == UNTESTABLE and "g-small" in partial.loc["calibration_flat", "note"]
     one = table[table["family"] == "one"]
     assert len(one) == len(CLAIMS) and (one["holds"] == UNTESTABLE).all() and (one["note"] == "one size: no law").all()
 

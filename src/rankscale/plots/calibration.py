@@ -17,9 +17,11 @@ from rankscale.plots.common import (
     legend_below,
     readable_log_ticks,
     save,
+    say_left_out,
 )
 from rankscale.plots.law_lines import draw_law
 from rankscale.tables import finals
+from rankscale.tables.calibration import NO_FIELDS
 
 CURVES = (
     ("coverage", "nucleus p", "coverage C(p)"),
@@ -32,7 +34,8 @@ def fig_calibration(data: FigureData, settings: FigureSettings, png: Path) -> No
     """Rows: nucleus coverage against p, the reliability diagram and the PIT's distribution function, one line per
     size (final models; the diagonal is a calibrated model), then the calibration error and the PIT's distance
     against S with their laws. Columns: datasets."""
-    curves = finals(data.tables["calibration"])
+    table = finals(data.tables["calibration"])
+    curves, lacking = table[table["curve"] != NO_FIELDS], table[table["curve"] == NO_FIELDS]
     fig, axes = grid(len(CURVES) + 2, len(data.datasets), w=4.6, h=3.9)
     for j, dataset in enumerate(data.datasets):
         for i, (curve, xlabel, ylabel) in enumerate(CURVES):
@@ -55,6 +58,9 @@ def fig_calibration(data: FigureData, settings: FigureSettings, png: Path) -> No
             ax.set(xlim=(0, top), ylim=(0, top), xlabel=xlabel, ylabel=ylabel, title=f"{dataset}: {curve}")
             ax.grid(True, alpha=0.3)
             legend_below(ax, fontsize=6)
+            if i == 0:  # said once per dataset, above its first panel
+                say_left_out(ax, "rank arrays without the calibration fields, not drawn: ",
+                             sorted(lacking.loc[lacking["dataset"] == dataset, "model"]))  # fmt: skip
         for i, law in enumerate(("calibration_error", "pit_distance"), start=len(CURVES)):
             miscalibration_panel(axes[i, j], data, dataset, law)
     save(fig, png)

@@ -5,7 +5,8 @@ Three curves per model x dataset (docs/science.md, "Calibration and nucleus cove
   a calibrated model;
 - `reliability`: top-1 accuracy against the mean top-1 confidence of each equal-mass bin;
 - `pit`: the randomised PIT's distribution function F(u) against u, the diagonal for a calibrated model.
-A model whose rank arrays were made before the calibration fields has no rows; `models_without` names them.
+A model whose rank arrays were made before the calibration fields has one row, `curve` = `none`, whose note says so
+(`extraction.refresh_calibration` re-extracts exactly those arrays).
 """
 
 from __future__ import annotations
@@ -26,10 +27,9 @@ def has_calibration(summary: Summary) -> bool:
     return cal.NUCLEUS_HITS.name in summary.totals()
 
 
-def models_without(summaries: Iterable[Summary]) -> list[str]:
-    """The models (model / dataset) whose rank arrays lack the calibration fields: no calibration metrics, no
-    curves; `extraction.refresh_calibration` re-extracts exactly those (docs/outputs.md)."""
-    return [f"{s.model} / {s.dataset}" for s in summaries if not has_calibration(s)]
+NO_FIELDS = "none"  # the `curve` of a model whose rank array lacks the calibration fields
+NO_FIELDS_NOTE = ("its rank array was made before the calibration fields: no calibration metrics or curves "
+                  "(extraction.refresh_calibration re-extracts exactly such arrays)")  # fmt: skip
 
 
 def _curves(totals: Totals) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -54,6 +54,8 @@ def calibration_table(summaries: Iterable[Summary], replicates: Replicates | Non
     rows = []
     for s in summaries:
         if not has_calibration(s):
+            rows.append({**s.columns(), "curve": NO_FIELDS, "point": 0, "x": np.nan, "value": np.nan, "ci_low": np.nan,
+                         "ci_high": np.nan, "n": np.nan, "ci_note": NO_FIELDS_NOTE})  # fmt: skip
             continue
         units = replicates.units.get(s.key) if replicates is not None else None
         whole = _curves(s.totals())

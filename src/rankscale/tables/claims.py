@@ -28,6 +28,7 @@ BREAKDOWN = 0.9  # the R² below which the law has broken down ("R² > 0.9 for k
 GROWTH_K = 100  # alpha grows from k = 1 to this k (the paper: < 0.1 at k = 1, about 0.2 at k = 100)
 # a miscalibration's exponent counts as flat within this: under 10% change over two decades of S (100^0.02 = 1.096)
 FLAT_EXPONENT = 0.02
+CALIBRATED = "nucleus_90"  # a metrics.csv metric every model whose rank arrays hold the calibration fields has
 
 
 @dataclass(frozen=True)
@@ -168,6 +169,9 @@ def _exponent(metric: str, sign: float, words: str) -> Callable[[pd.DataFrame, M
     +/- FLAT_EXPONENT (an equivalence test: an interval that merely contains 0 is absence of evidence)."""
 
     def judge(fits: pd.DataFrame, facts: Mapping[str, Any]) -> tuple[Value | None, str, str]:
+        if facts.get("without_calibration"):  # a law over the sizes that have the fields is not the family's
+            return None, UNTESTABLE, ("rank arrays without the calibration fields: "
+                                      f"{', '.join(facts['without_calibration'])} (extraction.refresh_calibration)")  # fmt: skip
         rows = fits[fits["metric"].eq(metric) & fits["k"].isna()]
         row = _fit(fits, metric, None)
         if row is None:
@@ -268,6 +272,8 @@ def run_facts(metrics: pd.DataFrame, fits: pd.DataFrame, replicates: Replicates,
     for (family, dataset), frame in finals(metrics).groupby(["family", "dataset"], sort=True):
         family, dataset = str(family), str(dataset)
         facts: dict[str, Any] = {"vocab_size": int(np.min(frame["vocab_size"]))}
+        calibrated = set(frame.loc[frame["metric"].eq(CALIBRATED), "model"])
+        facts["without_calibration"] = sorted(set(frame["model"]) - calibrated) if calibrated else []
         if frame["S"].nunique() >= 2:
             rbp1, rbp_k = (LawKey(family, dataset, "neg_log_rbp", k) for k in (1, GROWTH_K))
             facts["growth"] = _contrast(frame, index, replicates, settings, rbp_k, rbp1)

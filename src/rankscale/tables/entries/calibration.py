@@ -24,8 +24,9 @@ TABLES = [
             "documents, each point a ratio of document sums like RBP_k. The summary metrics (C(p) at 0.5-0.99, "
             "the calibration error, the PIT's distance, overconfidence, the Brier score, CE less the mean "
             "entropy, the calibrated nucleus p*(0.9)) are rows of metrics.csv, their laws in S rows of "
-            "powerlaw_fits.csv. A model whose rank arrays were made before the calibration fields has no rows "
-            "(``extraction.refresh_calibration`` adds them)."
+            "powerlaw_fits.csv. A model whose rank arrays were made before the calibration fields has one row, "
+            "``curve = none``, whose ``ci_note`` says so (``extraction.refresh_calibration`` re-extracts exactly such "
+            "arrays)."
         ),
     ),
 ]
