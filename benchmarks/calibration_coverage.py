@@ -36,6 +36,7 @@ import os
 import platform
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -92,6 +93,7 @@ class Tally:
     unreliable: int = 0
     reliable_covered: int = 0
     points: list[float] = field(default_factory=list)
+    missing: Counter[str] = field(default_factory=Counter)  # why there was no interval
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,8 @@ def simulate(pop: Population, documents: int, truth: dict[str, float], rng: np.r
             hit = bool(got.low <= truth[metric.name] <= got.high)
             t.covered += hit
             t.reliable_covered += hit and ok
+        else:
+            t.missing[got.note.split(" (")[0]] += 1
         t.unreliable += not ok
     return n_eff
 
@@ -162,6 +166,7 @@ def run_cell(pop: Population, documents: int, sims: int, seed: int) -> list[str]
             f"{100 * t.unreliable / t.sims:.0f} | {pct(t.reliable_covered, t.sims - t.unreliable)} | "
             f"{bias:+.2g} | {sd:.2g} | {bias / sd if sd > 0 else math.nan:+.2f} |"
             + ("" if finite.size == p.size else f" {p.size - finite.size} points NaN |")
+            + "".join(f" none: {why} ({n}) |" for why, n in t.missing.most_common(2))
         )
     return lines
 
