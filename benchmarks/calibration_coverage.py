@@ -51,7 +51,7 @@ from rankscale.metrics import CALIBRATION_METRICS, Metric
 from rankscale.rankfile import load_rank_arrays
 from rankscale.statistics import TOKENS, Totals
 from rankscale.summary.compute import per_document
-from rankscale.tables.model_intervals import interval_method, metric_intervals, reliability
+from rankscale.tables.model_intervals import MEASURED_SUMS, interval_method, metric_intervals, reliability
 
 REPLICATES = 1000  # analysis.bootstrap.replicates' default (config/config.yaml)
 DESIGNS = (("pydoc", 27), ("pydoc", 54), ("humaneval", 28), ("humaneval", 52), ("humaneval", 168))
@@ -130,7 +130,8 @@ def simulate(pop: Population, documents: int, truth: dict[str, float], rng: np.r
         values = np.atleast_1d(metric.compute(totals))
         # metrics.csv's own path (`rankscale.tables.metrics.metrics_table`), the corpus standing for its summary
         got = metric_intervals(cast(Any, corpus), metric, values, cast(Any, corpus), LEVEL)[0]
-        ok, _ = reliability(got, n_eff, documents, interval_method(metric, units), not metric.statistics)
+        ok, _ = reliability(got, n_eff, documents, interval_method(metric, units), not metric.statistics,
+                            metric.name)
         t = tallies.setdefault(metric.name, Tally())
         t.sims += 1
         t.points.append(float(values[0]))
@@ -163,7 +164,7 @@ def run_cell(pop: Population, documents: int, sims: int, seed: int) -> list[str]
         lines.append(
             f"| {pop.name} | {documents} | {np.median(n_eff):.1f} | {metric.name} ({kind(metric)}) | "
             f"{truth[metric.name]:.4g} | {pct(t.with_interval, t.sims)} | {pct(t.covered, t.with_interval)} | "
-            f"{100 * t.unreliable / t.sims:.0f} | {pct(t.reliable_covered, t.sims - t.unreliable)} | "
+            f"{100 * t.unreliable / t.sims:.1f} | {pct(t.reliable_covered, t.sims - t.unreliable)} | "
             f"{bias:+.2g} | {sd:.2g} | {bias / sd if sd > 0 else math.nan:+.2f} |"
             + ("" if finite.size == p.size else f" {p.size - finite.size} points NaN |")
             + "".join(f" none: {why} ({n}) |" for why, n in t.missing.most_common(2))
@@ -201,7 +202,9 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.sims} corpora a cell, {LEVEL:.0%} intervals as metrics.csv computes them (cr2_t: the cluster-robust "
         f"t; bc: bias-corrected percentiles of {REPLICATES} replicate totals), coverage in % ± its Monte Carlo SE "
         f"among the corpora with an interval; unreliable: `ci_reliable` False (n_eff < {RELIABLE_DOCUMENTS:g} or "
-        f"n / n_eff > {RELIABLE_DESIGN_EFFECT:g}; every bc interval); bias and SD of the point against the truth, "
+        f"n / n_eff > {RELIABLE_DESIGN_EFFECT:g}; every bc interval but those of "
+        f"`rankscale.tables.model_intervals.MEASURED_SUMS`, {', '.join(MEASURED_SUMS)}); bias and SD of the point "
+        "against the truth, "
         f"the metric of the population's totals. Populations: {', '.join(args.model)}'s documents in "
         f"{args.ranks.name}/ of a finished default run. {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
         f"{platform.node() or 'this machine'} ({os.cpu_count()} CPUs, shared, nice 19), commit {commit()}, "
@@ -212,7 +215,8 @@ def main(argv: list[str] | None = None) -> None:
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         *lines,
         "",
-        f"`python benchmarks/calibration_coverage.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
+        f"`python benchmarks/calibration_coverage.py {' '.join(argv if argv is not None else sys.argv[1:])}`"
+        .replace(str(args.ranks), "DIR") + " (DIR: the ranks/ of a default-config run with the calibration fields)",
     ])
     print(text)
     if args.write:
