@@ -36,7 +36,8 @@ def metrics_table(summaries: Iterable[Summary], replicates: Replicates | None, l
                 counts = np.zeros(len(ks), dtype=int)
             method = interval_method(metric, None if replicates is None else replicates.units.get(s.key))
             for k, v, got, count in zip(ks, values, found, counts, strict=True):
-                ok, note = reliability(got, s.n_eff_documents, s.n_documents, method, not metric.statistics)
+                ok, note = reliability(got, s.n_eff_documents, s.n_documents, method, not metric.statistics,
+                                       metric.name)
                 rows.append({**base, "few_documents": bool(s.n_eff_documents < FEW_DOCUMENTS), "metric": metric.name,
                              "k": k, "value": float(v), "ci_low": got.low, "ci_high": got.high,
                              "ci_mc_error": got.mc_error, "replicates": int(count), "ci_method": got.method or method,

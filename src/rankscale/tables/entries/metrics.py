@@ -41,7 +41,7 @@ TABLES = [
             f"decides nothing for it; empty where the replicates' z0 puts the bias beyond {2 * BIAS_LIMIT:g}); "
             "``bc`` where a table is built without the "
             "documents' sums. ``ci_reliable``: False for a ``bca``, ``jackknife_t``, ``bootstrap_se_t`` or ``bc`` "
-            "interval (BCa covered "
+            "interval but ``pit_distance``'s ``bc`` (95.0-96.7% from 20 effective documents up) (BCa covered "
             f"52-96% on the run's own documents), where there is no interval, or under {RELIABLE_DOCUMENTS:g} "
             f"effective documents or where n_documents / n_eff_documents exceeds {RELIABLE_DESIGN_EFFECT:g} "
             "(uneven lengths: a few documents hold most tokens), "

@@ -1,0 +1,38 @@
+"""Which calibration intervals metrics.csv marks `ci_reliable`: the bootstrap interval (bc) of a statistic of
+document sums only where its coverage was measured to hold (`MEASURED_SUMS`, benchmarks/calibration_coverage.py),
+and then only by the documents' design, as a ratio's cluster-robust t."""
+
+from __future__ import annotations
+
+import math
+
+from rankscale.bca import JACKKNIFE_T
+from rankscale.intervals import ModelInterval
+from rankscale.metrics import CALIBRATION_METRICS
+from rankscale.tables.model_intervals import BC, CR2_T, MEASURED_SUMS, SUMS_SHORT, interval_method, reliability
+
+FOUND = ModelInterval(0.01, 0.02, 0.03)
+
+
+def test_only_a_measured_bootstrap_interval_of_document_sums_is_reliable_and_by_design_alone() -> None:
+    assert MEASURED_SUMS == ("pit_distance",)
+    assert reliability(FOUND, 40.0, 52, BC, False, "pit_distance") == (True, "")
+    for name in ("calibration_error", "nucleus_star"):  # measured, and short of 94-97.5% in some design
+        assert reliability(FOUND, 40.0, 52, BC, False, name) == (False, SUMS_SHORT)
+    ok, note = reliability(FOUND, 7.6, 27, BC, False, "pit_distance")  # pydoc's few, uneven documents
+    assert not ok and "effective documents" in note
+    ok, note = reliability(FOUND, 40.0, 100, BC, False, "pit_distance")  # design effect 2.5
+    assert not ok and "uneven documents" in note
+    # no interval, a fallback method, or a statistic of the rank histogram of that name: never reliable this way
+    assert not reliability(ModelInterval(math.nan, math.nan, note="none"), 40.0, 52, BC, False, "pit_distance")[0]
+    assert not reliability(ModelInterval(0.01, 0.02, method=JACKKNIFE_T), 40.0, 52, BC, False, "pit_distance")[0]
+    assert not reliability(FOUND, 40.0, 52, BC, True, "pit_distance")[0]
+    assert reliability(FOUND, 40.0, 52, CR2_T, False, "brier") == (True, "")
+
+
+def test_the_measured_metrics_are_the_calibration_metrics_with_bootstrap_intervals() -> None:
+    """MEASURED_SUMS names metrics whose metrics.csv interval is a bc one where the documents' sums are loaded."""
+    units = {"tokens": None}  # interval_method reads only which names the unit totals hold
+    bootstrap = {m.name for m in CALIBRATION_METRICS if interval_method(m, units) == BC}  # type: ignore[arg-type]
+    assert bootstrap == {"calibration_error", "pit_distance", "nucleus_star"}
+    assert set(MEASURED_SUMS) <= bootstrap
