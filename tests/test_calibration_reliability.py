@@ -36,3 +36,13 @@ def test_the_measured_metrics_are_the_calibration_metrics_with_bootstrap_interva
     bootstrap = {m.name for m in CALIBRATION_METRICS if interval_method(m, units) == BC}  # type: ignore[arg-type]
     assert bootstrap == {"calibration_error", "pit_distance", "nucleus_star"}
     assert set(MEASURED_SUMS) <= bootstrap
+
+
+def test_a_ratio_measured_short_of_its_level_is_never_reliable() -> None:
+    """C(0.99) and C(0.95): their cluster-robust t fell short of 94% at 22-136 effective documents."""
+    from rankscale.tables.model_intervals import UNDERCOVERED_RATIOS
+
+    assert set(UNDERCOVERED_RATIOS) == {"nucleus_99", "nucleus_95"}
+    for name, why in UNDERCOVERED_RATIOS.items():
+        assert reliability(FOUND, 136.0, 168, CR2_T, False, name) == (False, why)
+    assert reliability(FOUND, 136.0, 168, CR2_T, False, "nucleus_90") == (True, "")
