@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from rankscale.bca import JACKKNIFE_T, ONE_SIDED, acceleration, bca
+from rankscale.bca import BOOTSTRAP_SE_T, JACKKNIFE_T, ONE_SIDED, acceleration, bca
 from rankscale.conjecture import distribution_statistics
 from rankscale.identity import OWN_SHA
 from rankscale.intervals import BIAS_LIMIT, cr2_t, ratio_test
@@ -192,14 +192,22 @@ def test_the_jackknife_is_each_document_left_out() -> None:
         sums = np.bincount(rank[keep], weights=logprob[keep], minlength=VOCAB + 1)
         return distribution_statistics(counts, sums, [1, 10], True)
 
+    from scipy import sparse
+
+    from rankscale.unseen_ranks import chao2_confidence
+
+    shape = (VOCAB + 1, lengths.size)  # the documents' rank histograms and summed log-probs, as the summary's
+    hist = sparse.csc_matrix((np.ones(doc.size), (rank, doc)), shape=shape)
+    sums = sparse.csc_matrix((logprob, (rank, doc)), shape=shape)
     for u in (0, 3):
         keep = doc != u
         want = plug_in(keep)
-        # the jackknife-corrected decomposition: its own estimator over the other documents, m T - (m - 1) mean T_(-v)
+        # the reported decomposition over the other documents: ee its jackknife, m T - (m - 1) mean T_(-v), and
+        # confidence Chao2's estimate with the documents left as the units
         others = [v for v in range(lengths.size) if v != u]
         m = len(others)
         ee = m * want.ee - (m - 1) * np.mean([plug_in(keep & (doc != v)).ee for v in others])
-        confidence = m * want.confidence - (m - 1) * np.mean([plug_in(keep & (doc != v)).confidence for v in others])
+        confidence = float(chao2_confidence(hist, sums, (np.arange(lengths.size) != u)[None, :].astype(float))[0])
         ce = want.ee + want.self_alignment + want.confidence  # the plug-in decomposition sums to CE
         assert boot["jack_ee"][u] == pytest.approx(ee, rel=1e-9)
         assert boot["jack_confidence"][u] == pytest.approx(confidence, rel=1e-9)
@@ -229,7 +237,9 @@ def test_metrics_table_writes_no_point_on_or_outside_its_interval() -> None:
     assert (table.loc[~finite, "ci_note"].str.len() > 0).all()  # no interval: always a reason
     ratio = table["metric"].isin(["rbp", "ce"])
     assert (table.loc[ratio, "ci_method"] == CR2_T).all() and (table.loc[ratio, "ci_mc_error"] == 0).all()
-    assert table.loc[~ratio, "ci_method"].isin([BCA, JACKKNIFE_T]).all()
+    # the rank histogram's statistics: BCa or its jackknife t; confidence and self-alignment (Chao2's) the
+    # replicates' SD with t
+    assert table.loc[~ratio, "ci_method"].isin([BCA, JACKKNIFE_T, BOOTSTRAP_SE_T]).all()
     n_eff = summaries[0].n_eff_documents
     spread = finite & ~point  # (RBP_|V| = 1 in every document: no spread, the point is its interval, exactly)
     assert n_eff < 10 and not table.loc[spread, "ci_reliable"].any()  # one document of 2000 tokens: too few

@@ -133,7 +133,8 @@ def _statements(
             elif isinstance(node, ast.If) and _is_type_checking(node.test):
                 type_only.update(id(inner) for branch in node.body for inner in ast.walk(branch))
         running = tuple(
-            (node.module if isinstance(node, ast.ImportFrom) else None, getattr(node, "level", 0) or 0,
+            (node.module if isinstance(node, ast.ImportFrom) else None,
+             (node.level or 0) if isinstance(node, ast.ImportFrom) else 0,
              tuple(alias.name for alias in node.names))
             for node in imports
             if id(node) not in type_only

@@ -136,10 +136,10 @@ UNSEEN_SHORT = ("Chao2's confidence (and self-alignment through it) with the rep
 
 
 def reliability(found: ModelInterval, n_eff: float, n_documents: int, method: str,
-                histogram: bool = True, name: str = "") -> tuple[bool, str]:  # fmt: skip
+                histogram: bool = True, metric_name: str = "") -> tuple[bool, str]:  # fmt: skip
     """(reliable, note): an interval holds its level where it exists, is a ratio's cluster-robust t and its
     documents are not too few or too uneven (`rankscale.intervals.unreliable_design`); the note says why not (why
-    there is none, if there is none). `histogram`: a statistic of the rank histogram, not of document sums; `name`:
+    there is none, if there is none). `histogram`: a statistic of the rank histogram, not of document sums; `metric_name`:
     the metric's, a bootstrap interval of document sums of `MEASURED_SUMS` taking the documents' design alone."""
     exists = bool(np.isfinite(found.low) and np.isfinite(found.high))
     if not exists:
@@ -148,6 +148,6 @@ def reliability(found: ModelInterval, n_eff: float, n_documents: int, method: st
         return True, found.note
     short = {JACKKNIFE_T: JACKKNIFE_SHORT, BOOTSTRAP_SE_T: UNSEEN_SHORT}.get(found.method,
                                                                       BCA_SHORT if histogram else SUMS_SHORT)
-    measured = method == CR2_T or (method == BC and not histogram and name in MEASURED_SUMS and not found.method)
-    why = unreliable_design(n_eff, n_documents) or ("" if measured else short) or UNDERCOVERED_RATIOS.get(name, "")
+    measured = method == CR2_T or (method == BC and not histogram and metric_name in MEASURED_SUMS and not found.method)
+    why = unreliable_design(n_eff, n_documents) or ("" if measured else short) or UNDERCOVERED_RATIOS.get(metric_name, "")
     return not why, "; ".join(filter(None, [why, found.note]))  # a one-sided bound says so
