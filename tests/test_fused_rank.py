@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from rankscale.extract import extract_ranks  # noqa: E402
-from rankscale.fused_rank import INTERPRETED, Blocks, FusedRankHead  # noqa: E402
+from rankscale.fused_rank import INTERPRETED, Blocks, FusedRankHead, default_blocks  # noqa: E402
 from rankscale.head import (  # noqa: E402
     BYTES_PER_LOGIT,
     DEVICE_HEAD_FRACTION,
@@ -275,3 +275,29 @@ def test_a_bias_of_minus_infinity_weighs_nothing_in_the_fused_kernel() -> None:
     for got, want in zip(scores.fields()[1:], expected.fields()[1:], strict=True):
         assert np.isfinite(got.numpy()).all()
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=2e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_interpreted_default_tiles_cap_a_wide_head_with_the_same_result(dtype: torch.dtype) -> None:
+    """Under the interpreter a head of more than 64 GPU tiles streams in 64 wider ones (a GPU session's CPU
+    rehearsal: its 262,144 columns in 64 tiles, not 2,048); narrow heads keep the GPU's tiles. Exact logits
+    (quarters, twin target rows for exact ties): the same ranks as the GPU's tiles and the definition."""
+    gpu = Blocks(64, 128, 64) if dtype == torch.bfloat16 else Blocks(32, 64, 32)
+    assert default_blocks(dtype, 64 * gpu.n) == gpu
+    assert default_blocks(dtype, 262144) == Blocks(gpu.m, 4096, gpu.k)
+    columns = 64 * gpu.n + 900  # just past the cap: wider tiles, the last one part padding
+    wide = default_blocks(dtype, columns)
+    assert wide.n == 2 * gpu.n and -(-columns // wide.n) <= 64
+    gen = torch.Generator().manual_seed(23)
+    weight, hidden = quarters((columns, 16), gen), quarters((40, 16), gen)
+    targets = torch.randint(0, columns, (40,), generator=gen)
+    weight[targets[1]] = weight[targets[0]]
+    head = FusedRankHead(weight.to(dtype), None, columns, "ge")
+    assert head.blocks == wide
+    got = head(hidden.to(dtype), targets)
+    tiled = FusedRankHead(weight.to(dtype), None, columns, "ge", blocks=gpu)(hidden.to(dtype), targets)
+    logits = hidden.double() @ weight.double().T
+    np.testing.assert_array_equal(got.rank.numpy(), brute_force(logits, targets, columns, "ge").numpy())
+    np.testing.assert_array_equal(got.rank.numpy(), tiled.rank.numpy())
+    for mine, theirs in zip(got.fields()[1:], tiled.fields()[1:], strict=True):  # float32 sums in another order
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=0, atol=2e-6)

@@ -147,9 +147,20 @@ class Blocks:
     k: int
 
 
-def default_blocks(dtype: torch.dtype) -> Blocks:
-    """Tensor-core tiles for half-precision operands; smaller ones for float32 (twice the bytes a value)."""
-    return Blocks(64, 128, 64) if dtype in (torch.bfloat16, torch.float16) else Blocks(32, 64, 32)
+INTERPRETED_TILES = 64  # the most column tiles a row block streams under the interpreter (default blocks)
+
+
+def default_blocks(dtype: torch.dtype, columns: int = 0) -> Blocks:
+    """Tensor-core tiles for half-precision operands; smaller ones for float32 (twice the bytes a value).
+
+    Under Triton's interpreter a tile's cost is a Python overhead per operation (about 5 ms of CPU for a
+    64 x 128 tile, 12 ms for 64 x 2048), so a head of more than INTERPRETED_TILES tiles gets wider ones
+    (a power of two): a GPU head's 262,144 columns in 64 tiles, not 2,048. Narrower heads keep the GPU's tiles.
+    """
+    b = Blocks(64, 128, 64) if dtype in (torch.bfloat16, torch.float16) else Blocks(32, 64, 32)
+    if INTERPRETED and columns > INTERPRETED_TILES * b.n:
+        return Blocks(b.m, triton.next_power_of_2(triton.cdiv(columns, INTERPRETED_TILES)), b.k)
+    return b
 
 
 def default_splits(row_blocks: int, tiles: int, device: torch.device) -> int:
@@ -192,7 +203,7 @@ class FusedRankHead:
         self.weight = weight.detach().contiguous()
         self.bias = None if bias is None else bias.detach().float().contiguous()
         self.vocab_size, self.ties, self.round_to = vocab_size, ties, round_to
-        self.blocks = blocks or default_blocks(self.weight.dtype)
+        self.blocks = blocks or default_blocks(self.weight.dtype, vocab_size)
         self.splits = splits
 
     def __call__(self, hidden: torch.Tensor, targets: torch.Tensor) -> TokenScores:
