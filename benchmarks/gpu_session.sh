@@ -29,11 +29,18 @@ export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True PYTHONUNBUFFERED=1 PYTHO
 PY=${PY:-python3}
 if [ -n "${REHEARSE:-}" ]; then
   DEV=(--device cpu --quick) SUMMARY=0
-  # the CUDA defaults, written out (tiny stand-ins of the same output columns under --quick)
-  THR=(--models pythia-1.4b,qwen2.5-0.5b,gemma-3-270m --text random --batch-sizes auto --max-length 1024 --kernels fused,chunked)
-  MEM=(--model qwen2.5-0.5b --max-length 1024 --kernels fused,chunked) LME=(--models pythia-1.4b,qwen2.5-0.5b --batch-sizes 8,32)
-  # the fused kernel's code on the CPU runs under Triton's interpreter, far slower than on a GPU
-  export RANKSCALE_TEST_CUDA_ON_CPU=1 TRITON_INTERPRET=1
+  # the CUDA defaults, written out (tiny stand-ins of the same output columns under --quick), but windows of
+  # REHEARSE_LENGTH tokens: the fused kernel's code runs under Triton's interpreter, whose cost is a Python
+  # overhead per step of a (row block, column tile) program, 5-12 ms of CPU (on wide heads the interpreter's
+  # default tiles are wider, rankscale.fused_rank.default_blocks); 2 windows of 16 tokens are 30 scored rows,
+  # one row block in either dtype (64 rows bfloat16, 32 float32: the row masks still run), where --quick's
+  # 256 tokens are 8 (16) blocks
+  L=${REHEARSE_LENGTH:-16}
+  THR=(--models pythia-1.4b,qwen2.5-0.5b,gemma-3-270m --text random --batch-sizes auto --max-length "$L" --kernels fused,chunked)
+  MEM=(--model qwen2.5-0.5b --max-length "$L" --kernels fused,chunked) LME=(--models pythia-1.4b,qwen2.5-0.5b --batch-sizes 8,32)
+  # the interpreter's tl.dot is numpy's matmul of one tile: OpenBLAS's threads on a shared CPU made a bfloat16
+  # tile 4.6x as costly (22.7 against 4.9 ms of CPU); torch (MKL) keeps its own --threads
+  export RANKSCALE_TEST_CUDA_ON_CPU=1 TRITON_INTERPRET=1 OPENBLAS_NUM_THREADS=1
   BUDGET_S=${REHEARSE_BUDGET_S:-900} TESTS_LIMIT=400
 else
   DEV=(--device cuda) SUMMARY=1 THR=() MEM=() LME=()
@@ -53,12 +60,16 @@ step() {  # step NAME LIMIT_S COMMAND...: run it under min(LIMIT_S, what the bud
   fi
   [ "$limit" -gt "$left" ] && limit=$left
   echo "=== $name (limit ${limit}s): $*"
-  local t0 rc
+  local t0 rc cpu TIMEFORMAT='%U %S'
   t0=$(date +%s)
-  timeout --kill-after=5 "$limit" "$@" >"$WORK/$name.log" 2>&1
+  # and its CPU seconds (user + system, the processes it waited for): on a shared CPU the wall clock is also
+  # the other processes' load, which the line names
+  { time timeout --kill-after=5 "$limit" "$@" >"$WORK/$name.log" 2>&1; } 2>"$WORK/$name.cpu"
   rc=$?
   SECONDS_OF[$name]=$(($(date +%s) - t0))
-  echo "=== $name: exit $rc after ${SECONDS_OF[$name]}s" | tee -a "$WORK/steps.txt"
+  cpu=$(awk '{printf "%.0f", $1 + $2}' "$WORK/$name.cpu")
+  echo "=== $name: exit $rc after ${SECONDS_OF[$name]}s (${cpu}s of CPU; load $(cut -d' ' -f1 /proc/loadavg))" |
+    tee -a "$WORK/steps.txt"
   tail -n 4 "$WORK/$name.log"
 }
 

@@ -133,12 +133,20 @@ def sync(device: torch.device) -> None:
 
 
 def interleave(
-    steps: dict[str, Callable[[], Any]], repeats: int, device: torch.device, quiet_wait: float = 0.0
+    steps: dict[str, Callable[[], Any]],
+    repeats: int,
+    device: torch.device,
+    quiet_wait: float = 0.0,
+    warmup: bool = True,
 ) -> tuple[dict[str, Timing], dict[str, Any]]:
-    """One warm-up round, then `repeats` rounds A, B, C, A, B, C, ...; returns timings and last outputs."""
+    """One warm-up round, then `repeats` rounds A, B, C, A, B, C, ...; returns timings and last outputs.
+
+    `warmup=False` (--quick, which measures nothing) leaves out the warm-up round: the fused kernel under
+    Triton's interpreter (a GPU session's CPU rehearsal) would run each step twice for nothing.
+    """
     times = {k: Timing() for k in steps}
     outputs: dict[str, Any] = {}
-    for rep in range(repeats + 1):
+    for rep in range(0 if warmup else 1, repeats + 1):
         if rep and quiet_wait > 0:
             wait_quiet(quiet_wait)
         for key, fn in steps.items():

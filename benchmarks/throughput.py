@@ -116,7 +116,7 @@ def measure(b: harness.Bench, m: wl.BenchModel, work: wl.Workload, vocab: int, s
         **{k: (lambda k=k: wl.ours(m.model, work, vocab, size["ours"], kernel=k)) for k in kernels},
         "naive": lambda: ref.naive(m.model, naive_batches, vocab, total),
     }
-    times, out = harness.interleave(steps, b.args.repeats, b.device, b.args.quiet_wait)
+    times, out = harness.interleave(steps, b.args.repeats, b.device, b.args.quiet_wait, warmup=not b.args.quick)
     f, n = times["floor"], times["naive"]
     rank, logprob = out["naive"]
     batch = f"{size['ours']}" + ("" if size["naive"] == size["ours"] else f" (naive {size['naive']})")
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> str:
         f"Models ({source}, {a.dtype}{' weights, float32 head' if b.dtype != torch.float32 else ''}): "
         + ", ".join(described)
         + f". Windows: {'; '.join(texts)}. tok/s counts scored tokens. Floor = `model(input_ids, attention_mask).logits` on the same padded, "
-        f"length-sorted batches as `extract_ranks`. Best of {a.repeats} after one warm-up round; rounds interleaved "
+        f"length-sorted batches as `extract_ranks`. Best of {a.repeats}{'' if a.quick else ' after one warm-up round'}; rounds interleaved "
         "(floor, ours, naive, floor, ...). Ratios: time / floor time (lower is better), best / best and per round, "
         "sorted. `spread`: slowest / fastest round of ours. Naive mismatches: tokens whose naive rank differs from "
         "ours (in brackets: of which within a 1e-5 near-tie of the target); `vs first kernel`: tokens whose rank differs from "
