@@ -46,7 +46,7 @@ from model_interval_coverage import LEVEL, commit, pct
 
 from rankscale.bootstrap import kish_documents, replicate_totals
 from rankscale.calibration import SQUARED
-from rankscale.intervals import RELIABLE_DESIGN_EFFECT, RELIABLE_DOCUMENTS
+from rankscale.intervals import CLIPPED, RELIABLE_DESIGN_EFFECT, RELIABLE_DOCUMENTS
 from rankscale.metrics import CALIBRATION_METRICS, Metric
 from rankscale.rankfile import load_rank_arrays
 from rankscale.statistics import TOKENS, Totals
@@ -92,6 +92,8 @@ class Tally:
     covered: int = 0
     unreliable: int = 0
     reliable_covered: int = 0
+    one_sided: int = 0  # a debiased distance estimated at 0: its one-sided bound (`rankscale.intervals.clipped_bound`)
+    one_sided_covered: int = 0
     points: list[float] = field(default_factory=list)
     missing: Counter[str] = field(default_factory=Counter)  # why there was no interval
 
@@ -140,6 +142,8 @@ def simulate(pop: Population, documents: int, truth: dict[str, float], rng: np.r
             hit = bool(got.low <= truth[metric.name] <= got.high)
             t.covered += hit
             t.reliable_covered += hit and ok
+            t.one_sided += got.method == CLIPPED
+            t.one_sided_covered += hit and got.method == CLIPPED
         else:
             t.missing[got.note.split(" (")[0]] += 1
         t.unreliable += not ok
@@ -165,7 +169,8 @@ def run_cell(pop: Population, documents: int, sims: int, seed: int) -> list[str]
             f"| {pop.name} | {documents} | {np.median(n_eff):.1f} | {metric.name} ({kind(metric)}) | "
             f"{truth[metric.name]:.4g} | {pct(t.with_interval, t.sims)} | {pct(t.covered, t.with_interval)} | "
             f"{100 * t.unreliable / t.sims:.1f} | {pct(t.reliable_covered, t.sims - t.unreliable)} | "
-            f"{bias:+.2g} | {sd:.2g} | {bias / sd if sd > 0 else math.nan:+.2f} |"
+            f"{bias:+.2g} | {sd:.2g} | {bias / sd if sd > 0 else math.nan:+.2f} | "
+            f"{pct(t.one_sided, t.sims) if t.one_sided else '–'} | {pct(t.one_sided_covered, t.one_sided)} |"
             + ("" if finite.size == p.size else f" {p.size - finite.size} points NaN |")
             + "".join(f" none: {why} ({n}) |" for why, n in t.missing.most_common(2))
         )
@@ -211,8 +216,8 @@ def main(argv: list[str] | None = None) -> None:
         f"{time.time() - started:.0f} s.",
         "",
         "| documents of | drawn | median n_eff | metric (interval) | truth | has an interval | covers | unreliable % "
-        "| rest covers | bias | SD | bias / SD |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| rest covers | bias | SD | bias / SD | one-sided at 0 | its coverage |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         *lines,
         "",
         f"`python benchmarks/calibration_coverage.py {' '.join(argv if argv is not None else sys.argv[1:])}`"

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import pytest
+
 from rankscale.bca import JACKKNIFE_T
-from rankscale.intervals import ModelInterval
+from rankscale.intervals import CLIPPED, ModelInterval, clipped_bound
 from rankscale.metrics import CALIBRATION_METRICS
 from rankscale.tables.model_intervals import BC, CR2_T, MEASURED_SUMS, SUMS_SHORT, interval_method, reliability
 
@@ -46,3 +49,27 @@ def test_a_ratio_measured_short_of_its_level_is_never_reliable() -> None:
     for name, why in UNDERCOVERED_RATIOS.items():
         assert reliability(FOUND, 136.0, 168, CR2_T, False, name) == (False, why)
     assert reliability(FOUND, 136.0, 168, CR2_T, False, "nucleus_90") == (True, "")
+
+
+def test_a_distance_estimated_at_zero_gets_the_squares_percentile_end() -> None:
+    """A debiased RMS clipped at 0 has no BC interval (its lower end cannot lie below the estimate); its interval is
+    [0, the replicates' 97.5% quantile], the percentile interval of the square with the clip applied to both ends."""
+    rng = np.random.default_rng(0)
+    squares = rng.normal(-1e-4, 2e-4, 4000)  # the debiased square's replicates about a sample's estimate below 0
+    reps = np.sqrt(np.clip(squares, 0.0, None))
+    got = clipped_bound(reps, 0.0, (0.0, 1.0), 0.95)
+    assert got is not None and got.low == 0.0 and got.method == CLIPPED and "one-sided upper" in got.note
+    assert got.high == pytest.approx(math.sqrt(np.quantile(squares, 0.975)), rel=1e-6)  # interpolation apart
+    assert 0 < got.mc_error < 0.1
+    mirrored = clipped_bound(1.0 - reps, 1.0, (0.0, 1.0), 0.95)  # at the upper bound: the mirror
+    assert mirrored is not None and mirrored.high == 1.0 and mirrored.low == pytest.approx(1.0 - got.high)
+    assert clipped_bound(reps, 0.01, (0.0, 1.0), 0.95) is None  # inside its bounds: BC as before
+    assert clipped_bound(np.zeros(100), 0.0, (0.0, 1.0), 0.95) is None  # no spread: the point is its interval
+
+
+def test_a_one_sided_bound_is_never_marked_reliable() -> None:
+    """Its coverage is measured (benchmarks/calibration_coverage.py's `one-sided at 0`) but not under the rule that
+    makes pit_distance's two-sided interval reliable; it says what it is."""
+    bound = ModelInterval(0.0, 0.02, 0.05, "estimated at its bound 0", CLIPPED)
+    ok, note = reliability(bound, 40.0, 52, BC, False, "pit_distance")
+    assert not ok and "estimated at its bound 0" in note

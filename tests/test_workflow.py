@@ -267,6 +267,10 @@ def test_every_number_has_an_interval(smoke_run):
     gated = contrasts["note"].fillna("").str.contains("no interval: ")
     assert set(contrasts["dataset"]) == set(DATASETS) and contrasts.loc[~gated, "p_value"].between(0, 1).all()
     assert contrasts.loc[gated, ["ci_low", "ci_high", "p_value"]].isna().all().all() and (~gated).any()
+    # the calibration laws beside their contrast with -log RBP_1: an OLS exponent's difference is the ratio's exponent
+    nucleus = pd.read_csv(tables / "nucleus_fits.csv").dropna(subset=["difference"])
+    assert set(nucleus["dataset"]) == set(DATASETS) and nucleus["metric"].str.startswith("neg_log_nucleus_").any()
+    assert np.allclose(nucleus["difference"], nucleus["alpha"] - nucleus["alpha_rbp1"], rtol=0, atol=1e-9)
     extrapolation = pd.read_csv(tables / "extrapolation.csv")
     assert set(extrapolation["held_out_model"]) == {"smoke-c"} and (extrapolation["n_fit"] == 2).all()
     forms = pd.read_csv(tables / "form_comparison.csv")

@@ -45,7 +45,7 @@ SOURCE_FORMATS: Registry[FormatVersion] = Registry(
 # (the calibration fields mass_above, top1_logprob and entropy join the arrays; rank and log-prob keep their bits,
 #  and an array without the fields keeps serving: same version; `extraction.refresh_calibration` adds them)
 # (the sources left out, as the corpus format's: same version)
-RANK_FORMAT = FormatVersion(version=2, code="1491ad853cf1a819", scripts=("tokenize", "extract"))
+RANK_FORMAT = FormatVersion(version=2, code="af260210db76a95f", scripts=("tokenize", "extract"))
 TRAIN_FORMAT = FormatVersion(
     version=1, code="b867056e48cc1a89", scripts=("ladder_corpus", "ladder_tokenizer", "ladder_train"), apart=SOURCES_APART
 )

@@ -165,6 +165,35 @@ def boundary_bound(observed: float, weights: np.ndarray, level: float, differenc
     return ModelInterval(1.0 - end, 1.0, 0.0, f"observed 1 in every document: one-sided lower {how}")
 
 
+CLIPPED = "bc_bound"  # `ci_method` of a bootstrap statistic estimated at its bound (`clipped_bound`)
+
+
+def clipped_bound(replicates: np.ndarray, estimate: float, bounds: tuple[float, float],
+                  level: float) -> ModelInterval | None:  # fmt: skip
+    """The interval of a statistic of document sums whose estimate sits at its bound: a debiased distance clipped at
+    0 (its debiased square at or below 0, `rankscale.calibration`). Percentiles commute with the clip, so the
+    square's percentile interval becomes [0, the replicates' 1 - (1 - level) / 2 quantile] (its mirror at an upper
+    bound): the two-sided interval's end, the other end being the bound itself, as `boundary_bound` gives a share.
+    BC has none there (its lower end cannot lie below the estimate). None where the estimate is not at a bound or
+    the replicates do not move."""
+    reps = np.asarray(replicates, dtype=np.float64).ravel()
+    reps = reps[np.isfinite(reps)]
+    low, high = bounds
+    if estimate not in (low, high) or not math.isfinite(estimate) or reps.size < 2 or np.all(reps == estimate):
+        return None
+    tail = (1.0 - level) / 2.0
+    q = 1.0 - tail if estimate == low else tail
+    se = math.sqrt(q * (1.0 - q) / reps.size)  # the order-statistic interval of a quantile (`interval_mc_error`)
+    end, below, above = np.quantile(reps, [q, max(q - se, 0.0), min(q + se, 1.0)])
+    width = abs(float(end) - estimate)
+    mc = float(above - below) / 2.0 / width if width > 0 else math.nan
+    side = "upper" if estimate == low else "lower"
+    note = (f"estimated at its bound {estimate:g} (the debiased square at or below 0): one-sided {side} bound, the "
+            f"replicates' {q:.1%} quantile")  # fmt: skip
+    ends = (estimate, float(end)) if estimate == low else (float(end), estimate)
+    return ModelInterval(*ends, mc, note, CLIPPED)
+
+
 def _unit_rates(numerators: np.ndarray, denominators: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """(rates n_u / d_u (0 where d_u = 0), weights d_u, estimate sum n / sum d) of one ratio of sums over units."""
     weight = np.asarray(denominators, dtype=np.float64)

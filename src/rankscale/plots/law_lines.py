@@ -46,6 +46,7 @@ def draw_law(
     s_ok = group["S"].to_numpy(float)[ok]
     ms = 10 if marker == "*" else 5  # a star reads as small as a circle at the same size
     clipped_errorbar(ax, s_ok, y[ok], bounds[ok, 0], bounds[ok, 1], marker=marker, color=color, ms=ms)
+    upper_limits(ax, group["S"].to_numpy(float), y, bounds, color)
     label = f"{family} {series}".strip()
     if n_sizes(group["S"]) < 2:
         if name_points:
@@ -62,6 +63,22 @@ def draw_law(
         label += f", $R^2$={fit.value('r2'):.3f}" if "r2" in fit.form.columns else ""
     ax.plot([], [], marker + "-", color=color, label=label)
     return True
+
+
+def upper_limits(ax: Any, S: np.ndarray, y: np.ndarray, bounds: np.ndarray, color: str) -> None:
+    """Points estimated at 0 (a debiased distance read as 0: `rankscale.intervals.clipped_bound`), which a log axis
+    cannot show, drawn as what they are: their interval's upper end with a caret pointing down (an upper limit), so
+    no model leaves a panel unseen. The first on `ax` says so in the legend."""
+    at_zero = (y == 0) & np.isfinite(bounds).all(axis=1) & (bounds.max(axis=1) > 0)
+    if not at_zero.any():
+        return
+    top = bounds[at_zero].max(axis=1)
+    first = not any(c.get_label() == UPPER_LIMIT for c in ax.containers)
+    ax.errorbar(S[at_zero], top, yerr=0.35 * top, uplims=True, fmt="_", color=color, ms=8, lw=1.0,
+                label=UPPER_LIMIT if first else None)  # fmt: skip
+
+
+UPPER_LIMIT = "estimated at 0: its upper bound (caret)"  # the legend's words for `upper_limits`' marks
 
 
 def _draw_fit(

@@ -7,6 +7,9 @@ Three curves per model x dataset (docs/science.md, "Calibration and nucleus cove
 - `pit`: the randomised PIT's distribution function F(u) against u, the diagonal for a calibrated model.
 A model whose rank arrays were made before the calibration fields has one row, `curve` = `none`, whose note says so
 (`extraction.refresh_calibration` re-extracts exactly those arrays).
+
+nucleus_fits.csv: the calibration laws in S (powerlaw_fits.csv's rows) beside their exponent's paired contrast with
+-log RBP_1's (exponent_contrasts.csv's rows): the relative law for the samplers that cut by probability mass.
 """
 
 from __future__ import annotations
@@ -18,9 +21,12 @@ import pandas as pd
 
 from rankscale import calibration as cal
 from rankscale.intervals import PROBABILITY, ModelInterval, ratio_of_sums
+from rankscale.laws import FitForm
+from rankscale.metrics import CALIBRATION_METRICS
 from rankscale.statistics import TOKENS, Totals
 from rankscale.summary import Summary
-from rankscale.tables.base import Replicates, TableInputs, typed
+from rankscale.tables.base import Replicates, TableInputs, rows_frame, typed
+from rankscale.tables.selection import select
 
 
 def has_calibration(summary: Summary) -> bool:
@@ -79,3 +85,44 @@ def calibration_table(summaries: Iterable[Summary], replicates: Replicates | Non
 def build_calibration(inputs: TableInputs) -> pd.DataFrame:
     """calibration.csv from its job's inputs (its entry: rankscale.tables.entries.calibration)."""
     return calibration_table(inputs.summaries, inputs.replicates, **inputs.declared())
+
+
+NUCLEUS_P = {f"neg_log_nucleus_{round(100 * p)}": p for p in cal.NUCLEUS_P}  # a nucleus law's p (its metric's name)
+VERSUS = ("neg_log_rbp", 1)  # the law every calibration law's exponent is contrasted with
+FIT_COLUMNS = ("n_models", "S_min", "S_max", "r2", "tau2", "lof_p", "lof_n_eff", "noise", "ci_note")  # as they are
+CONTRAST_COLUMNS = {"alpha_versus": "alpha_rbp1", "difference": "difference", "ci_low": "difference_ci_low",
+                    "ci_high": "difference_ci_high", "p_value": "difference_p"}  # fmt: skip
+
+
+def nucleus_fits_table(fits: pd.DataFrame, contrasts: pd.DataFrame, form: FitForm) -> pd.DataFrame:
+    """One row per family x dataset x calibration law: the law's exponent with its interval and lack of fit, and
+    its paired difference from -log RBP_1's exponent (the same refits as exponent_contrasts.csv's). No new fit:
+    a view of the two tables that answers whether -log C(p)'s exponent grows with p as alpha grows with k."""
+    exponent = form.exponent
+    keys = ["family", "dataset", "metric", "p"]
+    fitted = [*((exponent, f"{exponent}_ci_low", f"{exponent}_ci_high") if exponent else ()), *FIT_COLUMNS]
+    columns = [*keys, *fitted, *(CONTRAST_COLUMNS.values() if exponent else ()), "note"]
+    laws = [m.law for m in CALIBRATION_METRICS]
+    rows = []
+    for _, fit in fits[fits["metric"].isin(laws)].iterrows():
+        row = {**{c: fit.get(c, np.nan) for c in ("family", "dataset", "metric", *fitted)},
+               "p": NUCLEUS_P.get(fit["metric"], np.nan)}  # fmt: skip
+        notes = [fit.get("note")]
+        if exponent:
+            found = select(contrasts, family=fit["family"], dataset=fit["dataset"], metric=fit["metric"],
+                           versus=VERSUS[0], versus_k=VERSUS[1])  # fmt: skip
+            row.update({name: found[source].iloc[0] if len(found) else np.nan
+                        for source, name in CONTRAST_COLUMNS.items()})  # fmt: skip
+            notes += found["note"].tolist() if len(found) else []
+        row["note"] = "; ".join(dict.fromkeys(n for n in notes if isinstance(n, str) and n))
+        rows.append(row)
+    order = {law: i for i, law in enumerate(laws)}
+    frame = rows_frame(rows, columns).reindex(columns=columns)
+    frame = frame.sort_values(["family", "dataset", "metric"], kind="stable",
+                              key=lambda c: c.map(order) if c.name == "metric" else c)  # fmt: skip
+    return typed(frame.reset_index(drop=True))
+
+
+def build_nucleus_fits(inputs: TableInputs) -> pd.DataFrame:
+    """nucleus_fits.csv from its job's inputs (its entry: rankscale.tables.entries.calibration)."""
+    return nucleus_fits_table(inputs.tables["powerlaw_fits"], inputs.tables["exponent_contrasts"], **inputs.declared())

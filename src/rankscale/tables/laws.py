@@ -16,7 +16,7 @@ import pandas as pd
 
 from rankscale.bootstrap import interval_mc_error, spread_to_noise
 from rankscale.laws import FORMS, FitForm, Points, compare_forms
-from rankscale.metrics import METRICS
+from rankscale.metrics import CALIBRATION_METRICS, METRICS
 from rankscale.tables.base import Replicates, TableInputs, law_parameters, rows_frame, typed, with_intervals
 from rankscale.tables.lawkit import GROUP, biased_models, exponent_contrast, fit_or_note
 from rankscale.tables.noise import SIZE_LEVEL_COLUMNS, LawNoise, Noise, law_documents, law_keys, law_replicates
@@ -86,7 +86,8 @@ def fits_table(
 
 
 # the exponents compared: each law against cross-entropy and -log RBP_1 (the paper's coincidence,
-# and the laws the lognormal and the error entropy imply); -log RBP_k at every k against CE
+# and the laws the lognormal and the error entropy imply); -log RBP_k at every k against CE; every calibration
+# law against -log RBP_1 (does -log C(p)'s exponent grow with p as alpha grows with k? nucleus_fits.csv)
 CONTRASTS: tuple[tuple[str, str, int | None], ...] = (
     ("ee", "ce", None),
     ("ee", "neg_log_rbp", 1),
@@ -94,6 +95,7 @@ CONTRASTS: tuple[tuple[str, str, int | None], ...] = (
     ("ee_lognormal", "neg_log_rbp", 1),
     ("neg_log_p1_lognormal", "ce", None),
     ("neg_log_p1_lognormal", "neg_log_rbp", 1),
+    *((metric.law, "neg_log_rbp", 1) for metric in CALIBRATION_METRICS),
 )
 
 CONTRAST_KEYS = ("metric", "k", "versus", "versus_k")  # with family and dataset, what a contrast row is of

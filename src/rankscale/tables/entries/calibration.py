@@ -29,4 +29,24 @@ TABLES = [
             "arrays)."
         ),
     ),
+    Table(
+        name="nucleus_fits",
+        section=CALIBRATION,
+        build="rankscale.tables.calibration:build_nucleus_fits",
+        needs=("powerlaw_fits", "exponent_contrasts"),
+        summaries=False,
+        settings=("law_form",),
+        caption=(
+            "The calibration laws in S, one row per family, dataset and law: ``metric`` = ``neg_log_nucleus_<p>`` "
+            "fits -log C(p), the nucleus coverage's relative law (``p``: the nucleus), then the calibration error, "
+            "the PIT's distance, |overconfidence|, the Brier score, |CE - mean entropy| and p*(0.9). ``alpha`` and "
+            "its interval, ``tau2``, ``lof_p``, ``noise`` and ``ci_note`` are powerlaw_fits.csv's row of that law; "
+            "``alpha_rbp1``: -log RBP_1's exponent, ``difference`` = alpha - alpha_rbp1 with its paired interval "
+            "(``difference_ci_low``, ``difference_ci_high``) and p-value (``difference_p``), exponent_contrasts.csv's "
+            "row of that law against -log RBP_1 (the same replicates refitted): whether -log C(p)'s exponent grows "
+            "with p as alpha grows with k. A law that could not be fitted (a model's value 0, one size, no "
+            "calibration fields) keeps its row with ``note`` saying why; a ``law_form`` without an exponent has no "
+            "exponent columns."
+        ),
+    ),
 ]

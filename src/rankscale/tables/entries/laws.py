@@ -59,7 +59,7 @@ TABLES = [
             "difference of zero, both including that scatter (``noise``). The paper's "
             "coincidence (alpha of -log RBP_k minus alpha of cross-entropy, every k), and the laws of the error "
             "entropy and of the fitted lognormal's entropy and -log P(R = 1) against cross-entropy and "
-            "-log RBP_1 (``versus``, ``versus_k``). A family of one size has no law: one row per dataset says so "
+            "-log RBP_1 (``versus``, ``versus_k``), and every calibration law of nucleus_fits.csv against -log RBP_1. A family of one size has no law: one row per dataset says so "
             "in ``note``. Where either law's fit has no interval (powerlaw_fits.csv's ``ci_note``: some model's "
             "statistic biased under resampling), the contrast has none either (``ci_low``, ``ci_high``, ``p_value`` "
             "empty) and ``note`` says why."
