@@ -34,9 +34,10 @@ fit is the tables' `lof_p` (the size level's; NaN under 20 effective documents: 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -280,14 +281,43 @@ def sample_laws(population: Population, rows: np.ndarray, replicates: int, seed:
 
 def simulate(cell: str, pools: dict[str, Pool], populations: dict[str, Population], sims: int, replicates: int,
              seed: int) -> tuple[dict[str, Counts], int, float]:  # fmt: skip
-    """A cell's counts per law, its simulations and their mean n_eff."""
+    """A cell's counts per law, its simulations and their summed n_eff."""
     rng = np.random.default_rng([seed, CELLS.index(cell)])
     counts = {how.metric: Counts() for how in IMPOSITIONS}
     n_eff = 0.0
     for _ in range(sims):
         pool, rows = draw(cell, pools, rng)
         n_eff += sample_laws(populations[cell.split("-")[0]], rows, replicates, int(rng.integers(2**31)), counts)
-    return counts, sims, n_eff / max(sims, 1)
+    return counts, sims, n_eff
+
+
+def report(cell: str, counts: dict[str, Counts], sims: int, n_eff: float, seconds: float) -> None:
+    """A cell's rows of the table, one per law."""
+    for n, c in counts.items():
+        with_interval = c.fitted - c.gated
+        error = np.asarray(c.error)
+        bias = f"{error.mean() / error.std():+.2f}" if error.size > 1 and error.std() > 0 else "n/a"
+        print(f"| {cell} | {n_eff:.1f} | {METRICS[n].law} | {c.fitted}/{sims} | {share(c.gated, c.fitted)} | "
+              f"{share(c.covered, with_interval)} | {share(c.covered_ungated, c.fitted)} | "
+              f"{share(c.contrast, with_interval)} | {bias} | {share(c.testable, c.fitted)} | "
+              f"{share(c.rejected, c.testable)} | {seconds:.0f} |", flush=True)  # fmt: skip
+
+
+def merged(paths: list[Path]) -> dict[str, tuple[dict[str, Counts], int, float, float]]:
+    """The cells of several `--save` files (runs with different `--seed`s) added together."""
+    out: dict[str, tuple[dict[str, Counts], int, float, float]] = {}
+    for path in paths:
+        for cell, saved in json.loads(path.read_text()).items():
+            counts = {n: Counts(**c) for n, c in saved["counts"].items()}
+            if cell in out:
+                old, sims, n_eff, seconds = out[cell]
+                for n, c in counts.items():
+                    o = old[n]
+                    counts[n] = Counts(*(getattr(o, f.name) + getattr(c, f.name) for f in fields(Counts)))
+                out[cell] = counts, sims + saved["sims"], n_eff + saved["n_eff"], seconds + saved["seconds"]
+            else:
+                out[cell] = counts, saved["sims"], saved["n_eff"], saved["seconds"]
+    return out
 
 
 def main() -> None:
@@ -297,28 +327,32 @@ def main() -> None:
     parser.add_argument("--replicates", type=int, default=400)
     parser.add_argument("--cells", nargs="+", default=list(CELLS), choices=CELLS)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--save", type=Path, help="write the cells' counts here (JSON), for --combine")
+    parser.add_argument("--combine", type=Path, nargs="+", help="print the table of these --save files, added")
     args = parser.parse_args()
+    print("| cell | n_eff | law | fitted | no interval (gate) | exponent covers | ungated | contrast vs −log RBP_1 "
+          "| bias / SD of alpha | lof testable | lof rejects (testable) | s |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    if args.combine:
+        for cell, (counts, sims, n_eff, seconds) in merged(args.combine).items():
+            report(cell, counts, sims, n_eff / max(sims, 1), seconds)
+        return
     pools = {d: Pool.load(args.summary_dir, d) for d in ("pydoc", "humaneval")}
     populations = {d: Population.load(args.summary_dir, d, pool) for d, pool in pools.items()}
     for d, population in populations.items():
         print(f"{d}: {len(population.pool.tokens)} documents; imposed alpha: -log RBP_1 "
               f"{population.pool.alpha_rbp:.4f}, " + ", ".join(f"{METRICS[n].law} {a:.4f}"
                                                                for n, (_, a) in population.laws.items()))  # fmt: skip
-    print("| cell | n_eff | law | fitted | no interval (gate) | exponent covers | ungated | contrast vs −log RBP_1 "
-          "| bias / SD of alpha | lof testable | lof rejects (testable) | s |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    saved = {}
     for cell in args.cells:
         start = time.perf_counter()
         counts, sims, n_eff = simulate(cell, pools, populations, args.sims, args.replicates, args.seed)
         seconds = time.perf_counter() - start
-        for n, c in counts.items():
-            with_interval = c.fitted - c.gated
-            error = np.asarray(c.error)
-            bias = f"{error.mean() / error.std():+.2f}" if error.size > 1 and error.std() > 0 else "n/a"
-            print(f"| {cell} | {n_eff:.1f} | {METRICS[n].law} | {c.fitted}/{sims} | {share(c.gated, c.fitted)} | "
-                  f"{share(c.covered, with_interval)} | {share(c.covered_ungated, c.fitted)} | "
-                  f"{share(c.contrast, with_interval)} | {bias} | {share(c.testable, c.fitted)} | "
-                  f"{share(c.rejected, c.testable)} | {seconds:.0f} |", flush=True)  # fmt: skip
+        report(cell, counts, sims, n_eff / max(sims, 1), seconds)
+        saved[cell] = {"sims": sims, "n_eff": n_eff, "seconds": seconds,
+                       "counts": {n: asdict(c) for n, c in counts.items()}}  # fmt: skip
+        if args.save:
+            args.save.write_text(json.dumps(saved))
 
 
 if __name__ == "__main__":
