@@ -207,6 +207,9 @@ class Counts:
     testable: int = 0  # lof_p finite (n_eff >= 20)
     rejected: int = 0  # lof_p < 0.05
     error: list[float] = field(default_factory=list)  # law's alpha - imposed alpha
+    diagnosed: int = 0  # of those fitted, samples with the two counts below (files saved before them have none)
+    tau_positive: int = 0  # REML's tau^2 > 0 (the null's is 0)
+    covered_documents: int = 0  # the documents-alone interval (alpha_ci_*_documents) holds it
 
 
 def has_interval(reps: np.ndarray, value: float) -> bool:
@@ -259,7 +262,12 @@ def sample_laws(population: Population, rows: np.ndarray, replicates: int, seed:
         c.fitted += 1
         c.gated += gated
         honest = LawNoise.of(form, law, points, y, y_reps, noise.with_documents(documents), ("null", n))
-        low, high = interval(honest.refit(form, law, points, 0)["alpha"], LEVEL, law.alpha)
+        refitted, alone = honest.refit_both(form, law, points, 0)
+        low, high = interval(refitted["alpha"], LEVEL, law.alpha)
+        low_documents, high_documents = interval(alone["alpha"], LEVEL, law.alpha)
+        c.covered_documents += bool(low_documents <= truth <= high_documents)
+        c.diagnosed += 1
+        c.tau_positive += bool(honest.size_level is not None and honest.size_level.tau2 > 0)
         c.covered_ungated += bool(low <= truth <= high)
         c.covered += bool(low <= truth <= high) and not gated
         c.error.append(float(law.alpha) - truth)
@@ -300,7 +308,8 @@ def report(cell: str, counts: dict[str, Counts], sims: int, n_eff: float, second
         print(f"| {cell} | {n_eff:.1f} | {METRICS[n].law} | {c.fitted}/{sims} | {share(c.gated, c.fitted)} | "
               f"{share(c.covered, with_interval)} | {share(c.covered_ungated, c.fitted)} | "
               f"{share(c.contrast, with_interval)} | {bias} | {share(c.testable, c.fitted)} | "
-              f"{share(c.rejected, c.testable)} | {seconds:.0f} |", flush=True)  # fmt: skip
+              f"{share(c.rejected, c.testable)} | {share(c.covered_documents, c.diagnosed)} | "
+              f"{share(c.tau_positive, c.diagnosed)} | {seconds:.0f} |", flush=True)  # fmt: skip
 
 
 def merged(paths: list[Path]) -> dict[str, tuple[dict[str, Counts], int, float, float]]:
@@ -331,8 +340,8 @@ def main() -> None:
     parser.add_argument("--combine", type=Path, nargs="+", help="print the table of these --save files, added")
     args = parser.parse_args()
     print("| cell | n_eff | law | fitted | no interval (gate) | exponent covers | ungated | contrast vs −log RBP_1 "
-          "| bias / SD of alpha | lof testable | lof rejects (testable) | s |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| bias / SD of alpha | lof testable | lof rejects (testable) | documents alone covers | tau² > 0 | s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")  # fmt: skip
     if args.combine:
         for cell, (counts, sims, n_eff, seconds) in merged(args.combine).items():
             report(cell, counts, sims, n_eff / max(sims, 1), seconds)
