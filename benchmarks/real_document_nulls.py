@@ -58,27 +58,33 @@ class Pool:
 
     @classmethod
     def load(cls, summary_dir: Path, dataset: str) -> Pool:
-        files = sorted(p for p in summary_dir.glob(f"*/{dataset}-*.json")
-                       if json.loads(p.read_text())["info"].get("final"))  # fmt: skip
-        metas = [json.loads(p.read_text()) for p in files]
-        order = np.argsort([m["S"] for m in metas])
-        if len(files) < 3:
-            raise SystemExit(f"{summary_dir}: fewer than three final models scored {dataset}")
         tokens, ce, hits = None, [], []
-        for i in order:
-            with np.load(files[i].with_name(files[i].name.removesuffix(".json") + ".boot.npz")) as boot:
+        S, boots = final_summaries(summary_dir, dataset)
+        for path in boots:
+            with np.load(path) as boot:
                 n = boot["doc_n"].astype(np.float64)
                 if tokens is not None and not np.array_equal(tokens, n):
-                    raise SystemExit(f"{files[i]}: its documents differ from the other sizes'")
+                    raise SystemExit(f"{path}: its documents differ from the other sizes'")
                 tokens = n
                 ce.append(-boot["doc_sum_logprob"].astype(np.float64))
                 hits.append(boot["doc_hits"][:, 0].astype(np.float64))  # k = 1, the first of the grid
         assert tokens is not None
-        S = np.array([metas[i]["S"] for i in order], dtype=np.float64)
         ce_sums, hit_sums = np.stack(ce, axis=1), np.stack(hits, axis=1)
         ce_sums, alpha_ce = _imposed(ce_sums, tokens, S, lambda r: r, lambda v: v)
         hit_sums, alpha_rbp = _imposed(hit_sums, tokens, S, lambda r: -np.log(r), lambda v: np.exp(-v))
         return cls(tokens, ce_sums, hit_sums, S, alpha_ce, alpha_rbp)
+
+
+def final_summaries(summary_dir: Path, dataset: str) -> tuple[np.ndarray, list[Path]]:
+    """The sizes S of the final models that scored `dataset`, ascending, and their summaries' .boot.npz files."""
+    files = sorted(p for p in summary_dir.glob(f"*/{dataset}-*.json")
+                   if json.loads(p.read_text())["info"].get("final"))  # fmt: skip
+    if len(files) < 3:
+        raise SystemExit(f"{summary_dir}: fewer than three final models scored {dataset}")
+    metas = [json.loads(p.read_text()) for p in files]
+    order = np.argsort([m["S"] for m in metas])
+    boots = [files[i].with_name(files[i].name.removesuffix(".json") + ".boot.npz") for i in order]
+    return np.array([metas[i]["S"] for i in order], dtype=np.float64), boots
 
 
 def _imposed(sums, tokens, S, to_law, from_law) -> tuple[np.ndarray, float]:  # noqa: ANN001
