@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from rankscale.laws.components import fit_components
-from rankscale.laws.few_documents import MIN_DOCUMENTS, Documents, can_test, few_documents_test
+from rankscale.laws.few_documents import MIN_DOCUMENTS, UNTESTED_LAWS, Documents, can_test, few_documents_test
 from rankscale.laws.random_effects import fit_size_level, hotelling_p, lack_of_fit, residual_basis, size_matrix
 from rankscale.tables import build_table, training
 from rankscale.tables.noise import line_with_sizes
@@ -196,3 +196,11 @@ def test_no_finished_run_reports_a_lack_of_fit_under_the_floor(smoke_run: Path) 
     fits = pd.read_csv(tables / "powerlaw_fits.csv")
     untested = fits[fits["dataset"].isin(few) & fits["lof_q"].notna()]
     assert len(untested) and untested["lof_p"].isna().all() and (untested["lof_n_eff"] < MIN_DOCUMENTS).all()
+    # a law whose test rejected exact laws well above 5% on the run's own documents is never tested, whatever n_eff;
+    # the others of the same testable dataset are
+    tested = fits[~fits["dataset"].isin(few) & fits["lof_q"].notna()]
+    never = tested["metric"].isin(UNTESTED_LAWS)
+    assert never.any() and tested.loc[never, "lof_p"].isna().all() and tested.loc[~never, "lof_p"].notna().any()
+    contrasts = pd.read_csv(tables / "exponent_contrasts.csv")
+    with_it = contrasts["metric"].isin(UNTESTED_LAWS) | contrasts["versus"].isin(UNTESTED_LAWS)
+    assert with_it.any() and contrasts.loc[with_it, "lof_p"].isna().all()

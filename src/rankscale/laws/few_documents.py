@@ -40,6 +40,9 @@ from rankscale.bootstrap import kish_documents, seed_sequence
 
 DRAWS = 4_000  # sign patterns of the reference: p to about 0.0035 at 0.05 (the test holds its level at any count)
 MIN_DOCUMENTS = 20.0  # Kish's effective documents below which the lack of fit is not testable (see above)
+# laws whose lack-of-fit test rejected exact laws well above its 5% on the run's own documents at every n_eff measured
+# (benchmarks/calibration_law_nulls.py: |CE - mean entropy| 9.8% at n_eff 22, 8.7% at 41): never tested, lof_p empty
+UNTESTED_LAWS = ("abs_entropy_gap",)
 
 
 def can_test(n_eff: float, min_documents: float = MIN_DOCUMENTS) -> bool:

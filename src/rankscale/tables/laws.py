@@ -16,6 +16,7 @@ import pandas as pd
 
 from rankscale.bootstrap import interval_mc_error, spread_to_noise
 from rankscale.laws import FORMS, FitForm, Points, compare_forms
+from rankscale.laws.few_documents import UNTESTED_LAWS
 from rankscale.metrics import CALIBRATION_METRICS, METRICS
 from rankscale.tables.base import Replicates, TableInputs, law_parameters, rows_frame, typed, with_intervals
 from rankscale.tables.lawkit import GROUP, biased_models, exponent_contrast, fit_or_note
@@ -73,6 +74,8 @@ def fits_table(
                     if form.exponent in unidentified:
                         out[f"{form.exponent}_ci_low_documents"] = out[f"{form.exponent}_ci_high_documents"] = math.nan
                 out.update(honest.columns())
+                if metric.law in UNTESTED_LAWS:  # its test's level measured well above 5%: not testable (lof_p empty)
+                    out["lof_p"] = math.nan
                 if form.bounds:
                     out["not_identified"] = "; ".join(unidentified.values())
                 label = honest.label
@@ -181,6 +184,8 @@ def _contrast(
         "alpha_versus": fit_b.value(form.exponent),
         **contrast.row(level),
     }
+    if first.law in UNTESTED_LAWS or second.law in UNTESTED_LAWS:  # as the law's own row (fits_table)
+        row["lof_p"] = math.nan
     if why := "; ".join(filter(None, (biased_models(group_a), biased_models(group_b)))):
         row.update(ci_low=math.nan, ci_high=math.nan, p_value=math.nan, note=f"{first.law}: {why}")  # as its fit's
     return row
