@@ -65,6 +65,14 @@ def test_every_calibration_law_is_contrasted_with_rbp1() -> None:
     assert {law for law, versus, k in CONTRASTS if (versus, k) == ("neg_log_rbp", 1)} >= set(LAWS)
 
 
+def test_tables_without_a_note_column_are_read(tables) -> None:
+    """A table none of whose rows has a note is written without the column (`optional_columns`)."""
+    fits, contrasts = tables
+    got = nucleus_fits_table(fits, contrasts.drop(columns=["note"]), POWER_LAW)
+    assert len(got) == len(LAWS) and got.loc[got["metric"] == "brier", "note"].str.contains("finite y > 0").all()
+    assert (got.loc[got["metric"] != "brier", "note"] == "").all()
+
+
 def test_a_form_without_an_exponent_has_no_exponent_columns(tables) -> None:
     fits, contrasts = tables
     no_exponent = dataclasses.replace(POWER_LAW, name="no_exponent", exponent=None)

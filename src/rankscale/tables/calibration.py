@@ -113,7 +113,7 @@ def nucleus_fits_table(fits: pd.DataFrame, contrasts: pd.DataFrame, form: FitFor
                            versus=VERSUS[0], versus_k=VERSUS[1])  # fmt: skip
             row.update({name: found[source].iloc[0] if len(found) else np.nan
                         for source, name in CONTRAST_COLUMNS.items()})  # fmt: skip
-            notes += found["note"].tolist() if len(found) else []
+            notes += found["note"].tolist() if "note" in found else []  # a table none of whose rows has one drops it
         row["note"] = "; ".join(dict.fromkeys(n for n in notes if isinstance(n, str) and n))
         rows.append(row)
     order = {law: i for i, law in enumerate(laws)}
