@@ -50,12 +50,11 @@ def metric_intervals(
         return ratio_intervals(metric, units, values, level, certain(metric, summary.k, summary.vocab_size))
     reps = np.asarray(replicates.metric(summary.model, summary.dataset, metric.name), dtype=np.float64)
     reps = reps.reshape(reps.shape[0], -1)
-    if metric.statistics:  # of document sums: a debiased distance estimated at its bound 0 has a one-sided bound
-        return [clipped_bound(reps[:, j], float(values[j]), metric.bounds, level)
-                or bootstrap_interval(summary, metric.name, reps[:, j], float(values[j]), replicates, level, math.inf)
-                for j in range(len(values))]  # fmt: skip
-    return [bootstrap_interval(summary, metric.name, reps[:, j], float(values[j]), replicates, level, BIAS_LIMIT)
-            for j in range(len(values))]  # a statistic of the rank histogram: biased  # fmt: skip
+    limit = BIAS_LIMIT if not metric.statistics else math.inf  # a statistic of the rank histogram: biased
+    # of document sums: a debiased distance estimated at its bound 0 has a one-sided bound
+    return [(clipped_bound(reps[:, j], float(values[j]), metric.bounds, level) if metric.statistics else None)
+            or bootstrap_interval(summary, metric.name, reps[:, j], float(values[j]), replicates, level, limit)
+            for j in range(len(values))]  # fmt: skip
 
 
 def bootstrap_interval(summary: Summary, name: str, reps: np.ndarray, value: float, replicates: Replicates,
